@@ -1,0 +1,172 @@
+"""Kinematics of robot trees: coupled DOFs -> joint values, forward kinematics, Jacobians, IK.
+
+Functions take the immutable :class:`~graspsim.model.description.Robot` and plain arrays; nothing
+here keeps state.  Poses are 4x4 transforms in the world frame W; Jacobians are geometric, rows
+``[linear velocity of the point; angular velocity of the link]`` in W.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import spatial
+from .model.description import FIXED, PRISMATIC, REVOLUTE, Robot
+
+__all__ = ["joint_values", "dof_values_from_joints", "joint_motion", "forward_kinematics", "joint_frames",
+           "jacobian", "inverse_kinematics", "IKResult", "pose_error"]
+
+
+def joint_values(robot: Robot, dofs: np.ndarray) -> np.ndarray:
+    """Joint values (nj,) from DOF values (ndof,): ``joint = ratio * dof + offset`` (fixed/passive: 0)."""
+    dofs = np.asarray(dofs, dtype=float)
+    q = np.zeros(len(robot.joints))
+    for n, j in enumerate(robot.joints):
+        if j.dof >= 0:
+            q[n] = j.ratio * dofs[j.dof] + j.offset
+    return q
+
+
+def dof_values_from_joints(robot: Robot, q: np.ndarray) -> np.ndarray:
+    """DOF values read from the first joint each DOF drives (the inverse of :func:`joint_values`)."""
+    out = np.zeros(len(robot.dofs))
+    for d, dof in enumerate(robot.dofs):
+        j0 = dof.joints[0]
+        out[d] = (q[j0] - dof.offsets[0]) / dof.ratios[0]
+    return out
+
+
+def joint_motion(kind: str, axis: np.ndarray, q: float) -> np.ndarray:
+    """The 4x4 motion of a joint in its own frame J: rotation about / translation along ``axis``."""
+    if kind == REVOLUTE:
+        return spatial.transform(spatial.rot_axis_angle(axis, q))
+    if kind == PRISMATIC:
+        return spatial.translation(axis * q)
+    return np.eye(4)
+
+
+def forward_kinematics(robot: Robot, q: np.ndarray, X_WB: np.ndarray | None = None) -> np.ndarray:
+    """World poses (nl, 4, 4) of every link frame for joint values ``q`` (nj,) and base pose ``X_WB``."""
+    X = np.empty((len(robot.links), 4, 4))
+    X[robot.base_link] = np.eye(4) if X_WB is None else X_WB
+    for n, j in enumerate(robot.joints):  # parents come before children
+        X[j.child] = X[j.parent] @ j.X_PJ @ joint_motion(j.kind, j.axis, q[n]) @ j.X_JC
+    return X
+
+
+def joint_frames(robot: Robot, X_links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """World position (nj, 3) of each joint frame origin and its world axis (nj, 3)."""
+    nj = len(robot.joints)
+    origins, axes = np.zeros((nj, 3)), np.zeros((nj, 3))
+    for n, j in enumerate(robot.joints):
+        X_WJ = X_links[j.parent] @ j.X_PJ
+        origins[n] = X_WJ[:3, 3]
+        axes[n] = X_WJ[:3, :3] @ j.axis
+    return origins, axes
+
+
+def _chain(robot: Robot, link: int) -> list[int]:
+    """Joint indices from the base to ``link``."""
+    out = []
+    k = robot.parent_joint[link]
+    while k >= 0:
+        out.append(k)
+        k = robot.parent_joint[robot.joints[k].parent]
+    return out[::-1]
+
+
+def jacobian(robot: Robot, q: np.ndarray, X_WB: np.ndarray | None, link: int, point_W: np.ndarray | None = None,
+             *, wrt: str = "dofs", X_links: np.ndarray | None = None) -> np.ndarray:
+    """Geometric Jacobian (6, n) of a point fixed on ``link`` (default: the link frame origin).
+
+    ``wrt="joints"`` gives one column per joint, ``wrt="dofs"`` one per DOF (columns of coupled
+    joints summed with their ratios).  Rows: linear velocity (m/s) then angular velocity (rad/s), W.
+    """
+    if X_links is None:
+        X_links = forward_kinematics(robot, q, X_WB)
+    p = X_links[link][:3, 3] if point_W is None else np.asarray(point_W, dtype=float)
+    Jj = np.zeros((6, len(robot.joints)))
+    for n in _chain(robot, link):
+        j = robot.joints[n]
+        if j.kind == FIXED:
+            continue
+        X_WJ = X_links[j.parent] @ j.X_PJ
+        a = X_WJ[:3, :3] @ j.axis
+        if j.kind == REVOLUTE:
+            Jj[:3, n] = np.cross(a, p - X_WJ[:3, 3])
+            Jj[3:, n] = a
+        else:
+            Jj[:3, n] = a
+    if wrt == "joints":
+        return Jj
+    if wrt != "dofs":
+        raise ValueError(f"wrt must be 'dofs' or 'joints', not {wrt!r}")
+    Jd = np.zeros((6, len(robot.dofs)))
+    for n, j in enumerate(robot.joints):
+        if j.dof >= 0:
+            Jd[:, j.dof] += j.ratio * Jj[:, n]
+    return Jd
+
+
+def pose_error(X: np.ndarray, X_target: np.ndarray) -> np.ndarray:
+    """6-vector [position error (m); rotation vector error (rad)] taking X to X_target, in W."""
+    e = np.empty(6)
+    e[:3] = X_target[:3, 3] - X[:3, 3]
+    e[3:] = spatial.rotation_log(X_target[:3, :3] @ X[:3, :3].T)
+    return e
+
+
+@dataclass
+class IKResult:
+    """Outcome of :func:`inverse_kinematics`: DOF values, success, residual errors and iterations."""
+
+    dofs: np.ndarray
+    success: bool
+    position_error: float   # m
+    rotation_error: float   # rad
+    iterations: int
+
+
+def inverse_kinematics(robot: Robot, X_target: np.ndarray, *, link: int | None = None,
+                       X_WB: np.ndarray | None = None, dofs0: np.ndarray | None = None,
+                       X_LE: np.ndarray | None = None, tol_position: float = 1e-6, tol_rotation: float = 1e-6,
+                       max_iterations: int = 200, damping: float = 1e-3, restarts: int = 8,
+                       seed: int = 0) -> IKResult:
+    """Damped-least-squares IK for the pose of a frame E on ``link`` (default: the last link).
+
+    ``X_LE`` places E on the link (default identity).  Joint limits are respected by clamping each
+    update to the DOF limits; if the solve from ``dofs0`` stalls, it restarts from deterministic
+    random configurations (``restarts``, ``seed``).  Returns the best :class:`IKResult` found.
+    """
+    if link is None:
+        link = robot.joints[-1].child if robot.joints else robot.base_link
+    X_LE = np.eye(4) if X_LE is None else X_LE
+    lim = robot.dof_limits
+    lo = np.where(np.isfinite(lim[:, 0]), lim[:, 0], -np.pi)
+    hi = np.where(np.isfinite(lim[:, 1]), lim[:, 1], np.pi)
+    x0 = np.array([d.default for d in robot.dofs]) if dofs0 is None else np.asarray(dofs0, dtype=float).copy()
+    rng = np.random.default_rng(seed)
+    best = None
+    for attempt in range(restarts + 1):
+        x = np.clip(x0 if attempt == 0 else rng.uniform(lo, hi), lim[:, 0], lim[:, 1])
+        for it in range(1, max_iterations + 1):
+            X_links = forward_kinematics(robot, joint_values(robot, x), X_WB)
+            X_E = X_links[link] @ X_LE
+            e = pose_error(X_E, X_target)
+            pe, re = np.linalg.norm(e[:3]), np.linalg.norm(e[3:])
+            if pe < tol_position and re < tol_rotation:
+                return IKResult(x, True, pe, re, it)
+            J = jacobian(robot, None, None, link, X_E[:3, 3], X_links=X_links)
+            # damped least squares (Levenberg-Marquardt style): dx = J^T (J J^T + l^2 I)^-1 e
+            lam2 = damping ** 2 + 1e-2 * min(1.0, pe + re) ** 2
+            dx = J.T @ np.linalg.solve(J @ J.T + lam2 * np.eye(6), e)
+            step = np.max(np.abs(dx))
+            if step > 0.5:
+                dx *= 0.5 / step
+            x_new = np.clip(x + dx, lim[:, 0], lim[:, 1])
+            if np.max(np.abs(x_new - x)) < 1e-12:
+                break
+            x = x_new
+        if best is None or pe + re < best.position_error + best.rotation_error:
+            best = IKResult(x, False, pe, re, it)
+    return best

@@ -1,0 +1,792 @@
+"""Parse and validate robot, object and world YAML files into immutable descriptions.
+
+Every problem is reported with the file, the line, the dotted field path and what is wrong; all
+problems of one file are collected and raised together as :class:`graspsim.ModelError`.
+Paths inside a model (meshes, robot and object files) resolve relative to the file naming them.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+
+from .. import spatial
+from ..errors import ModelError, did_you_mean
+from ..geometry import PRIMITIVES, Shape, load_mesh_shape, make_primitive
+from .description import (DOF, FIXED, PRISMATIC, REVOLUTE, BodyInstance, Inertial, Joint, Link, Object,
+                          Robot, RobotInstance, World)
+from .fields import Reader
+from .materials import MaterialTable
+from .yamlio import YList, YMap, load_yaml
+
+DEFAULT_COLOR = (0.7, 0.7, 0.72)
+
+
+def _ro(a) -> np.ndarray:
+    a = np.array(a, dtype=float)
+    a.setflags(write=False)
+    return a
+
+
+def _kind_of(path: Path, data) -> str:
+    if isinstance(data, YMap):
+        for k in ("robot", "object", "world"):
+            if k in data:
+                return k
+    return ""
+
+
+def load_any(path: str | Path):
+    """Load a robot, object or world file, whichever it is (by its top-level key)."""
+    path = Path(path)
+    data = load_yaml(path)
+    kind = _kind_of(path, data)
+    if kind == "robot":
+        return load_robot(path, _data=data)
+    if kind == "object":
+        return load_object(path, _data=data)
+    if kind == "world":
+        return load_world(path, _data=data)
+    line = data.line if isinstance(data, (YMap, YList)) else 1
+    raise ModelError("not a graspsim model: the top level needs a 'robot', 'object' or 'world' key "
+                     "giving its name", file=str(path), line=line)
+
+
+# -- shapes and mass ------------------------------------------------------------------------
+
+SHAPE_KEYS = list(PRIMITIVES) + ["mesh", "scale", "origin"]
+
+
+def _read_shape(r: Reader, m: YMap, key: str, field: str, base: Path) -> Shape | None:
+    if key not in m:
+        return None
+    f = f"{field}.{key}" if field else key
+    s = r.mapping(m[key], f, m.line_of(key))
+    if s is None:
+        return None
+    r.check_keys(s, f, SHAPE_KEYS)
+    kinds = [k for k in list(PRIMITIVES) + ["mesh"] if k in s]
+    if len(kinds) != 1:
+        r.error(s.line, f, "give exactly one of box, sphere, cylinder, capsule or mesh"
+                + (f" (found {', '.join(kinds)})" if kinds else ""))
+        return None
+    kind = kinds[0]
+    X = r.pose(s, "origin", f)
+    line = s.line_of(kind)
+    if kind == "mesh":
+        if "scale" in s:
+            sc = s["scale"]
+            if isinstance(sc, YList):
+                scale = r.vector(s, "scale", f, 3)
+            else:
+                scale = r.number(s, "scale", f, positive=True)
+            if scale is None:
+                return None
+        else:
+            scale = 1.0
+        # the file's length unit applies to mesh coordinates too
+        scale = np.asarray(scale, dtype=float) * r.length_scale
+        name = s[kind]
+        if not isinstance(name, str):
+            r.error(line, f"{f}.mesh", "expected a file name")
+            return None
+        p = (base / name)
+        try:
+            return load_mesh_shape(p, scale=scale, X_LS=X)
+        except ModelError as e:
+            r.error(line, f"{f}.mesh", e.problem + (f" ({e.file})" if e.file else ""))
+            return None
+    if "scale" in s:
+        r.error(s.line_of("scale"), f"{f}.scale", "'scale' applies to meshes only")
+    v = s[kind]
+    vf = f"{f}.{kind}"
+    if kind == "box":
+        size = r.vector_value(v, vf, line, 3, unit="length")
+        if size is None:
+            return None
+        if np.any(size <= 0):
+            r.error(line, vf, f"box sizes must be > 0, got {list(size)}")
+            return None
+        return make_primitive("box", size, X)
+    if kind == "sphere":
+        if isinstance(v, YMap):
+            r.check_keys(v, vf, ["radius"], ["radius"])
+            rad = r.number(v, "radius", vf, unit="length", positive=True)
+        else:
+            rad = r.scalar(v, vf, line, "length")
+            if rad is not None and rad <= 0:
+                r.error(line, vf, f"radius must be > 0, got {rad:g}")
+                rad = None
+        return None if rad is None else make_primitive("sphere", (rad,), X)
+    # cylinder, capsule
+    c = r.mapping(v, vf, line)
+    if c is None:
+        return None
+    r.check_keys(c, vf, ["radius", "length"], ["radius", "length"])
+    rad = r.number(c, "radius", vf, unit="length", positive=True)
+    ln = r.number(c, "length", vf, unit="length", positive=True)
+    if rad is None or ln is None:
+        return None
+    return make_primitive(kind, (rad, ln), X)
+
+
+def _read_inertial(r: Reader, m: YMap, field: str, shape: Shape | None, *, required: bool) -> Inertial | None:
+    """mass or density (one required), optional com and inertia [ixx, iyy, izz, ixy, ixz, iyz]."""
+    has_mass, has_density = "mass" in m, "density" in m
+    if has_mass and has_density:
+        r.error(m.line_of("density"), f"{field}.density" if field else "density",
+                "give either 'mass' or 'density', not both")
+        return None
+    if not has_mass and not has_density:
+        if required:
+            r.error(m.line, f"{field}.mass" if field else "mass", "missing mass: give 'mass' (kg) or 'density' (kg/m^3)")
+        return None
+    fld = field
+    mass = r.number(m, "mass", fld, positive=True) if has_mass else None
+    density = r.number(m, "density", fld, positive=True) if has_density else None
+    if mass is None and density is None:
+        return None
+    com = r.vector(m, "com", fld, 3, unit="length")
+    inertia = None
+    if "inertia" in m:
+        vals = r.vector(m, "inertia", fld, 6)
+        if vals is not None:
+            ixx, iyy, izz, ixy, ixz, iyz = vals
+            inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+            ev = np.linalg.eigvalsh(inertia)
+            if ev[0] <= 0 or ev[0] + ev[1] < ev[2] * (1 - 1e-9):
+                r.error(m.line_of("inertia"), f"{fld}.inertia" if fld else "inertia",
+                        "inertia must be positive definite and satisfy the triangle inequality "
+                        f"(principal moments {', '.join(f'{e:.3g}' for e in ev)})")
+                return None
+    if com is not None and inertia is not None and mass is not None:
+        return Inertial(mass, _ro(com), _ro(inertia))
+    # derive what is missing from the shape with uniform density
+    where = f"{fld}.shape" if fld else "shape"
+    if shape is None and "shape" in m:
+        return None  # the shape's own error is already reported
+    if shape is None:
+        r.error(m.line, where, "no shape to compute the centre of mass and inertia from; give 'com' and 'inertia'")
+        return None
+    if shape.kind == "mesh" and not shape.watertight:
+        r.error(m.line, where, f"mesh {shape.source} is not watertight (or not a consistently oriented volume), "
+                "so its centre of mass and inertia cannot be computed; repair the mesh or give 'com' and 'inertia'")
+        return None
+    if shape.volume <= 0:
+        r.error(m.line, where, "shape has no volume")
+        return None
+    mm, c, I = shape.mass_properties(mass=mass, density=density)
+    if com is not None:  # shift the computed inertia to the given com (parallel axis)
+        d = com - c
+        I = I + mm * (np.dot(d, d) * np.eye(3) - np.outer(d, d))  # parallel-axis theorem
+        c = com
+    if inertia is not None:
+        I = inertia
+    return Inertial(mm, _ro(c), _ro(I))
+
+
+def _read_color(r: Reader, m: YMap, field: str) -> tuple:
+    if "color" not in m:
+        return DEFAULT_COLOR
+    v = m["color"]
+    f = f"{field}.color" if field else "color"
+    if isinstance(v, str) and v.startswith("#") and len(v) == 7:
+        try:
+            return tuple(int(v[i:i + 2], 16) / 255.0 for i in (1, 3, 5))
+        except ValueError:
+            pass
+    elif isinstance(v, YList) and len(v) in (3, 4):
+        c = r.vector_value(v, f, m.line_of("color"), len(v))
+        if c is not None and np.all((c >= 0) & (c <= 1)):
+            return tuple(float(x) for x in c[:3])
+    r.error(m.line_of("color"), f, "expected [r, g, b] with values in 0..1 or '#rrggbb'")
+    return DEFAULT_COLOR
+
+
+def _read_material(r: Reader, m: YMap, field: str, default: str = "plastic") -> str:
+    v = r.string(m, "material", field, default=default)
+    return v if v is not None else default
+
+
+# -- robots ---------------------------------------------------------------------------------
+
+ROBOT_KEYS = ["robot", "units", "links", "joints", "dofs", "base", "palm", "approach", "eigengrasps",
+              "no_collide", "description"]
+LINK_KEYS = ["name", "shape", "mass", "density", "com", "inertia", "material", "color"]
+JOINT_KEYS = ["name", "type", "parent", "child", "origin", "dh", "axis", "limits", "friction"]
+DOF_KEYS = ["name", "joints", "kind", "breakaway_torque", "kp", "kd", "effort", "velocity", "limits", "default"]
+
+
+def load_robot(path: str | Path, *, _data=None) -> Robot:
+    """Load and validate a robot YAML file into a :class:`~graspsim.model.description.Robot`."""
+    path = Path(path)
+    data = load_yaml(path) if _data is None else _data
+    r = Reader(str(path))
+    base = path.parent
+    top = r.mapping(data, "", getattr(data, "line", 1))
+    if top is None:
+        r.raise_if_errors()
+    r.check_keys(top, "", ROBOT_KEYS, ["robot", "links"])
+    r.read_units(top)
+    name = r.string(top, "robot", "robot", required=True) or path.stem
+
+    # links
+    links: list[Link] = []
+    link_lines: dict[str, int] = {}
+    seq = r.sequence(top.get("links"), "links", top.line_of("links")) if "links" in top else None
+    for i, lm in enumerate(seq or []):
+        f = f"links[{i}]"
+        lm = r.mapping(lm, f, seq.line_of(i))
+        if lm is None:
+            continue
+        r.check_keys(lm, f, LINK_KEYS, ["name"])
+        lname = r.string(lm, "name", f, required=True) or f"link{i}"
+        if lname in link_lines:
+            r.error(lm.line_of("name"), f"{f}.name", f"duplicate link name '{lname}' (first at line {link_lines[lname]})")
+        link_lines[lname] = lm.line_of("name")
+        shape = _read_shape(r, lm, "shape", f, base)
+        inertial = _read_inertial(r, lm, f, shape, required=True)
+        links.append(Link(lname, shape, inertial or Inertial(1.0, _ro(np.zeros(3)), _ro(np.eye(3))),
+                          _read_material(r, lm, f), _read_color(r, lm, f)))
+    if seq is not None and not links:
+        r.error(top.line_of("links"), "links", "a robot needs at least one link")
+    link_index = {l.name: i for i, l in enumerate(links)}
+
+    # joints
+    n_errors_before_joints = len(r.errors)
+    raw_joints = []
+    jseq = r.sequence(top["joints"], "joints", top.line_of("joints")) if "joints" in top else YList()
+    jnames: dict[str, int] = {}
+    for i, jm in enumerate(jseq):
+        f = f"joints[{i}]"
+        jm = r.mapping(jm, f, jseq.line_of(i))
+        if jm is None:
+            continue
+        r.check_keys(jm, f, JOINT_KEYS, ["name", "type", "parent", "child"])
+        jname = r.string(jm, "name", f, required=True) or f"joint{i}"
+        if jname in jnames:
+            r.error(jm.line_of("name"), f"{f}.name", f"duplicate joint name '{jname}'")
+        jnames[jname] = i
+        kind = r.string(jm, "type", f, required=True, choices=[REVOLUTE, PRISMATIC, FIXED])
+        ends = []
+        for key in ("parent", "child"):
+            ln = r.string(jm, key, f, required=True)
+            if ln is not None and ln not in link_index:
+                r.error(jm.line_of(key), f"{f}.{key}",
+                        f"no link named '{ln}'{did_you_mean(ln, link_index)}")
+                ln = None
+            ends.append(ln)
+        if "origin" in jm and "dh" in jm:
+            pass  # allowed: origin places the DH frame
+        X_PJ = r.pose(jm, "origin", f)
+        X_JC = np.eye(4)
+        axis = r.vector(jm, "axis", f, 3, nonzero=True, default=(0.0, 0.0, 1.0))
+        if "dh" in jm:
+            dm = r.mapping(jm["dh"], f"{f}.dh", jm.line_of("dh"))
+            if dm is not None:
+                r.check_keys(dm, f"{f}.dh", ["theta", "d", "a", "alpha"])
+                th = r.number(dm, "theta", f"{f}.dh", unit="angle", default=0.0)
+                d = r.number(dm, "d", f"{f}.dh", unit="length", default=0.0)
+                a = r.number(dm, "a", f"{f}.dh", unit="length", default=0.0)
+                al = r.number(dm, "alpha", f"{f}.dh", unit="angle", default=0.0)
+                X_JC = spatial.dh_transform(th, d, a, al)
+                if "axis" in jm:
+                    r.error(jm.line_of("axis"), f"{f}.axis", "a DH joint moves along/about z; do not give 'axis'")
+                axis = np.array([0.0, 0.0, 1.0])
+        if axis is None:
+            axis = np.array([0.0, 0.0, 1.0])
+        axis = axis / np.linalg.norm(axis)
+        unit = "angle" if kind == REVOLUTE else "length"
+        limits = np.array([-np.inf, np.inf])
+        if "limits" in jm:
+            if kind == FIXED:
+                r.error(jm.line_of("limits"), f"{f}.limits", "a fixed joint has no limits")
+            else:
+                lv = r.vector(jm, "limits", f, 2, unit=unit)
+                if lv is not None:
+                    if lv[0] > lv[1]:
+                        sc = r.angle_scale if unit == "angle" else r.length_scale
+                        r.error(jm.line_of("limits"), f"{f}.limits",
+                                f"min > max ({lv[0] / sc:g} > {lv[1] / sc:g}): write [min, max]")
+                    else:
+                        limits = lv
+        coul, visc = 0.0, 0.0
+        if "friction" in jm:
+            fm = r.mapping(jm["friction"], f"{f}.friction", jm.line_of("friction"))
+            if fm is not None:
+                r.check_keys(fm, f"{f}.friction", ["coulomb", "viscous"])
+                coul = r.number(fm, "coulomb", f"{f}.friction", default=0.0, nonnegative=True)
+                visc = r.number(fm, "viscous", f"{f}.friction", default=0.0, nonnegative=True)
+        raw_joints.append(dict(name=jname, kind=kind or FIXED, parent=ends[0], child=ends[1], X_PJ=X_PJ,
+                               X_JC=X_JC, axis=axis, limits=limits, coulomb=coul, viscous=visc,
+                               line=jm.line, field=f))
+
+    # tree structure: each link child of at most one joint, one root, no loops
+    child_of: dict[str, int] = {}
+    for k, j in enumerate(raw_joints):
+        if j["child"] is None or j["parent"] is None:
+            continue
+        if j["child"] == j["parent"]:
+            r.error(j["line"], j["field"], f"joint connects link '{j['child']}' to itself")
+            continue
+        if j["child"] in child_of:
+            other = raw_joints[child_of[j["child"]]]["name"]
+            r.error(j["line"], f"{j['field']}.child",
+                    f"link '{j['child']}' is already the child of joint '{other}': a kinematic loop "
+                    "(graspsim robots are trees)")
+            continue
+        child_of[j["child"]] = k
+    order: list[int] = []
+    base_name = None
+    if links and len(r.errors) == n_errors_before_joints:  # a tree check on broken joints only adds noise
+        roots = [l.name for l in links if l.name not in child_of]
+        if "base" in top:
+            base_name = r.string(top, "base", "base")
+            if base_name is not None and base_name not in link_index:
+                r.error(top.line_of("base"), "base", f"no link named '{base_name}'{did_you_mean(base_name, link_index)}")
+                base_name = None
+        if not roots:
+            r.error(top.line_of("joints") if "joints" in top else top.line, "joints",
+                    "every link is the child of a joint: a kinematic loop (no base link)")
+        elif len(roots) > 1:
+            r.error(top.line_of("joints") if "joints" in top else top.line, "joints",
+                    f"links {', '.join(repr(x) for x in roots)} are not connected: a robot must be one tree "
+                    "(add joints, or make separate robots)")
+        else:
+            if base_name is not None and base_name != roots[0]:
+                r.error(top.line_of("base"), "base", f"'{base_name}' is not the root of the tree ('{roots[0]}' is)")
+            base_name = roots[0]
+            # breadth-first order from the root; links unreachable from it are in a loop
+            children: dict[str, list[int]] = {}
+            for k, j in enumerate(raw_joints):
+                if j["parent"] is not None and j["child"] is not None and child_of.get(j["child"]) == k:
+                    children.setdefault(j["parent"], []).append(k)
+            frontier, seen = [base_name], {base_name}
+            while frontier:
+                nxt = []
+                for ln in frontier:
+                    for k in children.get(ln, []):
+                        c = raw_joints[k]["child"]
+                        if c in seen:
+                            continue
+                        seen.add(c)
+                        order.append(k)
+                        nxt.append(c)
+                frontier = nxt
+            missing = [l.name for l in links if l.name not in seen]
+            if missing:
+                r.error(top.line_of("joints"), "joints",
+                        f"links {', '.join(repr(x) for x in missing)} form a kinematic loop not reachable from the base")
+
+    # DOFs
+    dof_raw = []
+    dseq = r.sequence(top["dofs"], "dofs", top.line_of("dofs")) if "dofs" in top else YList()
+    driven: dict[str, str] = {}
+    for i, dm in enumerate(dseq):
+        f = f"dofs[{i}]"
+        dm = r.mapping(dm, f, dseq.line_of(i))
+        if dm is None:
+            continue
+        r.check_keys(dm, f, DOF_KEYS, ["name", "joints"])
+        dname = r.string(dm, "name", f, required=True) or f"dof{i}"
+        kind = r.string(dm, "kind", f, default="rigid", choices=["rigid", "breakaway"])
+        entries = []
+        js = r.sequence(dm["joints"], f"{f}.joints", dm.line_of("joints")) if "joints" in dm else YList()
+        for k, e in enumerate(js):
+            ef = f"{f}.joints[{k}]"
+            if isinstance(e, str):
+                jn, ratio, off = e, 1.0, 0.0
+                eline = js.line_of(k)
+            else:
+                em = r.mapping(e, ef, js.line_of(k))
+                if em is None:
+                    continue
+                r.check_keys(em, ef, ["joint", "ratio", "offset"], ["joint"])
+                jn = r.string(em, "joint", ef)
+                ratio = r.number(em, "ratio", ef, default=1.0)
+                eline = em.line
+                off = None
+            if jn is None:
+                continue
+            if jn not in jnames:
+                r.error(eline, ef, f"unknown joint '{jn}'{did_you_mean(jn, jnames)}")
+                continue
+            jk = raw_joints[jnames[jn]] if jnames[jn] < len(raw_joints) else None
+            if jk is None:
+                continue
+            if jk["kind"] == FIXED:
+                r.error(eline, ef, f"joint '{jn}' is fixed and cannot be driven by a DOF")
+                continue
+            if off is None:
+                off = r.number(em, "offset", ef, default=0.0, unit="angle" if jk["kind"] == REVOLUTE else "length")
+            if ratio == 0:
+                r.error(eline, f"{ef}.ratio", "ratio must not be 0")
+                continue
+            if jn in driven:
+                r.error(eline, ef, f"joint '{jn}' is already driven by DOF '{driven[jn]}'")
+                continue
+            driven[jn] = dname
+            entries.append((jnames[jn], ratio, off))
+        if not entries:
+            if "joints" in dm:
+                r.error(dm.line_of("joints"), f"{f}.joints", "a DOF must drive at least one joint")
+            continue
+        unit = "angle" if raw_joints[entries[0][0]]["kind"] == REVOLUTE else "length"
+        effort_unit = None
+        dof_raw.append(dict(
+            name=dname, entries=entries, kind=kind or "rigid", line=dm.line, field=f, unit=unit,
+            breakaway=r.number(dm, "breakaway_torque", f, default=0.0, nonnegative=True),
+            kp=r.number(dm, "kp", f, default=100.0, nonnegative=True),
+            kd=r.number(dm, "kd", f, default=0.1, nonnegative=True),
+            effort=r.number(dm, "effort", f, default=10.0, positive=True, unit=effort_unit),
+            velocity=r.number(dm, "velocity", f, default=1.0, unit=unit),
+            limits=r.vector(dm, "limits", f, 2, unit=unit) if "limits" in dm else None,
+            default=r.number(dm, "default", f, unit=unit) if "default" in dm else None,
+            lines={k: dm.line_of(k) for k in dm},
+        ))
+        if kind == "breakaway" and "breakaway_torque" not in dm:
+            r.error(dm.line, f"{f}.breakaway_torque", "a breakaway DOF needs 'breakaway_torque'")
+    r.raise_if_errors()
+
+    # assemble joints (tree order) with DOF coupling
+    joint_map = {k: n for n, k in enumerate(order)}  # raw index -> ordered index
+    dof_of_joint = {}
+    for di, d in enumerate(dof_raw):
+        for (jk, ratio, off) in d["entries"]:
+            dof_of_joint[jk] = (di, ratio, off)
+    joints = []
+    for k in order:
+        j = raw_joints[k]
+        di, ratio, off = dof_of_joint.get(k, (-1, 0.0, 0.0))
+        joints.append(Joint(j["name"], j["kind"], link_index[j["parent"]], link_index[j["child"]],
+                            _ro(j["X_PJ"]), _ro(j["X_JC"]), _ro(j["axis"]), _ro(j["limits"]),
+                            float(j["coulomb"]), float(j["viscous"]), di, float(ratio), float(off)))
+    dofs = []
+    for di, d in enumerate(dof_raw):
+        lo, hi = -np.inf, np.inf
+        for (jk, ratio, off) in d["entries"]:
+            jl = raw_joints[jk]["limits"]
+            a, b = (jl - off) / ratio
+            lo, hi = max(lo, min(a, b)), min(hi, max(a, b))
+        if d["limits"] is not None:
+            gl = d["limits"]
+            if gl[0] > gl[1]:
+                r.error(d["lines"]["limits"], f"{d['field']}.limits", "min > max: write [min, max]")
+            lo, hi = (gl[0], gl[1]) if not np.isfinite(lo) and not np.isfinite(hi) else (max(lo, gl[0]), min(hi, gl[1]))
+        if lo > hi:
+            r.error(d["line"], f"{d['field']}", "the limits of the joints this DOF drives leave no common range")
+            lo = hi = 0.0
+        default = d["default"]
+        if default is None:
+            default = 0.0 if lo <= 0.0 <= hi else (lo if np.isfinite(lo) else hi)
+        elif not (lo - 1e-12 <= default <= hi + 1e-12):
+            sc = r.angle_scale if d["unit"] == "angle" else r.length_scale
+            r.error(d["lines"]["default"], f"{d['field']}.default",
+                    f"default {default / sc:g} outside the DOF limits [{lo / sc:g}, {hi / sc:g}] (file units)")
+        jidx = tuple(joint_map[jk] for (jk, _, _) in d["entries"])
+        dofs.append(DOF(d["name"], jidx, _ro([e[1] for e in d["entries"]]), _ro([e[2] for e in d["entries"]]),
+                        _ro([lo, hi]), d["kind"], float(d["breakaway"]), float(d["kp"]), float(d["kd"]),
+                        float(d["effort"]), float(d["velocity"]), float(default)))
+    # palm, approach, collisions, eigengrasps
+    palm = r.string(top, "palm", "palm", default=base_name)
+    if palm not in link_index:
+        r.error(top.line_of("palm"), "palm", f"no link named '{palm}'{did_you_mean(str(palm), link_index)}")
+        palm = base_name
+    approach = r.vector(top, "approach", "approach", 3, nonzero=True, default=(0.0, 0.0, 1.0))
+    approach = approach / np.linalg.norm(approach)
+    pairs = set()
+    for j in joints:  # adjacent links never collide
+        pairs.add(frozenset((j.parent, j.child)))
+    if "no_collide" in top:
+        ps = r.sequence(top["no_collide"], "no_collide", top.line_of("no_collide"))
+        for i, p in enumerate(ps or []):
+            f = f"no_collide[{i}]"
+            if not (isinstance(p, YList) and len(p) == 2 and all(isinstance(x, str) for x in p)):
+                r.error(ps.line_of(i), f, "expected a pair of link names [a, b]")
+                continue
+            bad = [x for x in p if x not in link_index]
+            for x in bad:
+                r.error(ps.line_of(i), f, f"no link named '{x}'{did_you_mean(x, link_index)}")
+            if not bad:
+                pairs.add(frozenset((link_index[p[0]], link_index[p[1]])))
+    nd = len(dofs)
+    eig = np.zeros((0, nd))
+    eig_origin = np.array([d.default for d in dofs])
+    if "eigengrasps" in top:
+        em = r.mapping(top["eigengrasps"], "eigengrasps", top.line_of("eigengrasps"))
+        if em is not None:
+            r.check_keys(em, "eigengrasps", ["origin", "vectors"], ["vectors"])
+            if "origin" in em:
+                o = r.vector(em, "origin", "eigengrasps", nd)
+                if o is not None:
+                    eig_origin = o
+            vs = r.sequence(em.get("vectors"), "eigengrasps.vectors", em.line_of("vectors")) if "vectors" in em else None
+            rows = []
+            for i, v in enumerate(vs or []):
+                vv = r.vector_value(v, f"eigengrasps.vectors[{i}]", vs.line_of(i), nd, nonzero=True)
+                if vv is not None:
+                    rows.append(vv / np.linalg.norm(vv))
+            if rows:
+                eig = np.array(rows)
+    r.raise_if_errors()
+    parent_joint = [-1] * len(links)
+    for n, j in enumerate(joints):
+        parent_joint[j.child] = n
+    return Robot(name=name, file=str(path), links=tuple(links), joints=tuple(joints), dofs=tuple(dofs),
+                 base_link=link_index[base_name], palm_link=link_index[palm], approach=_ro(approach),
+                 eigengrasps=_ro(eig), eigengrasp_origin=_ro(eig_origin), no_collide=frozenset(pairs),
+                 link_index=MappingProxyType(link_index), joint_index=MappingProxyType({j.name: i for i, j in enumerate(joints)}),
+                 dof_index=MappingProxyType({d.name: i for i, d in enumerate(dofs)}), parent_joint=tuple(parent_joint))
+
+
+# -- objects --------------------------------------------------------------------------------
+
+OBJECT_KEYS = ["object", "units", "shape", "mass", "density", "com", "inertia", "material", "color", "description"]
+
+
+def _object_from_map(r: Reader, m: YMap, field: str, base: Path, name: str, file: str, *,
+                     need_mass: bool) -> Object | None:
+    shape = _read_shape(r, m, "shape", field, base)
+    if shape is None and "shape" not in m:
+        r.error(m.line, f"{field}.shape" if field else "shape", "missing required key 'shape'")
+    inertial = _read_inertial(r, m, field, shape, required=need_mass) if shape is not None or need_mass else None
+    return Object(name, file, shape, inertial, _read_material(r, m, field), _read_color(r, m, field)) \
+        if shape is not None else None
+
+
+def load_object(path: str | Path, *, _data=None, need_mass: bool = True) -> Object:
+    """Load and validate an object YAML file (a shape with mass and material)."""
+    path = Path(path)
+    data = load_yaml(path) if _data is None else _data
+    r = Reader(str(path))
+    top = r.mapping(data, "", getattr(data, "line", 1))
+    if top is None:
+        r.raise_if_errors()
+    r.check_keys(top, "", OBJECT_KEYS, ["object"])
+    r.read_units(top)
+    name = r.string(top, "object", "object", required=True) or path.stem
+    obj = _object_from_map(r, top, "", path.parent, name, str(path), need_mass=need_mass)
+    r.raise_if_errors()
+    return obj
+
+
+# -- worlds ---------------------------------------------------------------------------------
+
+WORLD_KEYS = ["world", "units", "gravity", "dt", "contact_threshold", "materials", "robots", "objects",
+              "obstacles", "disable_collisions", "description"]
+ROBOT_INST_KEYS = ["name", "file", "pose", "mount", "base", "dofs"]
+BODY_INST_KEYS = ["name", "file", "pose", "material", "mass", "shape", "density", "com", "inertia", "color"]
+
+
+def load_world(path: str | Path, *, _data=None) -> World:
+    """Load and validate a world YAML file with the robots and objects it names."""
+    path = Path(path)
+    data = load_yaml(path) if _data is None else _data
+    r = Reader(str(path))
+    base = path.parent
+    top = r.mapping(data, "", getattr(data, "line", 1))
+    if top is None:
+        r.raise_if_errors()
+    r.check_keys(top, "", WORLD_KEYS, ["world"])
+    r.read_units(top)
+    name = r.string(top, "world", "world", required=True) or path.stem
+    gravity = r.vector(top, "gravity", "gravity", 3, default=(0.0, 0.0, -9.81))
+    dt = r.number(top, "dt", "dt", default=0.0025, positive=True)
+    thr = r.number(top, "contact_threshold", "contact_threshold", default=1e-4, positive=True, unit="length")
+    sub_errors: list[ModelError] = []
+
+    # materials
+    extra_fr, rest = {}, {}
+    if "materials" in top:
+        mm = r.mapping(top["materials"], "materials", top.line_of("materials"))
+        if mm is not None:
+            r.check_keys(mm, "materials", ["friction", "restitution"])
+            for key, store in (("friction", extra_fr), ("restitution", rest)):
+                if key not in mm:
+                    continue
+                seq = r.sequence(mm[key], f"materials.{key}", mm.line_of(key))
+                for i, e in enumerate(seq or []):
+                    f = f"materials.{key}[{i}]"
+                    em = r.mapping(e, f, seq.line_of(i))
+                    if em is None:
+                        continue
+                    allowed = ["pair", "static", "kinetic"] if key == "friction" else ["pair", "coefficient"]
+                    r.check_keys(em, f, allowed, allowed)
+                    pair = em.get("pair")
+                    if not (isinstance(pair, YList) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+                        r.error(em.line_of("pair"), f"{f}.pair", "expected a pair of material names [a, b]")
+                        continue
+                    if key == "friction":
+                        s = r.number(em, "static", f, nonnegative=True)
+                        k = r.number(em, "kinetic", f, nonnegative=True)
+                        if s is not None and k is not None:
+                            if k > s:
+                                r.error(em.line_of("kinetic"), f"{f}.kinetic",
+                                        f"kinetic friction {k:g} exceeds static friction {s:g}")
+                            store[tuple(pair)] = (s, k)
+                    else:
+                        c = r.number(em, "coefficient", f, nonnegative=True)
+                        if c is not None:
+                            if c > 1:
+                                r.error(em.line_of("coefficient"), f"{f}.coefficient", f"restitution {c:g} > 1")
+                            store[tuple(pair)] = c
+    materials = MaterialTable.build(extra_fr, rest)
+
+    material_uses = []  # (field, line, material) checked against the table at the end
+
+    # robots
+    robots: list[RobotInstance] = []
+    mounts = []
+    rseq = r.sequence(top["robots"], "robots", top.line_of("robots")) if "robots" in top else YList()
+    rnames: dict[str, int] = {}
+    for i, rm in enumerate(rseq or []):
+        f = f"robots[{i}]"
+        rm = r.mapping(rm, f, rseq.line_of(i))
+        if rm is None:
+            continue
+        r.check_keys(rm, f, ROBOT_INST_KEYS, ["file"])
+        fname = r.string(rm, "file", f, required=True)
+        if fname is None:
+            continue
+        try:
+            robot = load_robot(base / fname)
+        except ModelError as e:
+            sub_errors.extend(getattr(e, "errors", [e]))
+            r.error(rm.line_of("file"), f"{f}.file", f"robot file '{fname}' is invalid (see the errors above)")
+            continue
+        rname = r.string(rm, "name", f, default=robot.name)
+        material_uses.extend((f"{f}.file", rm.line_of("file"), l.material) for l in robot.links)
+        if rname in rnames or rname in [b for b in ()]:
+            r.error(rm.line_of("name") if "name" in rm else rm.line, f"{f}.name", f"duplicate robot name '{rname}'")
+        X = r.pose(rm, "pose", f)
+        fixed = r.string(rm, "base", f, default="fixed", choices=["fixed", "free"]) == "fixed"
+        init = np.array([d.default for d in robot.dofs])
+        if "dofs" in rm:
+            dm = r.mapping(rm["dofs"], f"{f}.dofs", rm.line_of("dofs"))
+            for dn in (dm or {}):
+                if dn not in robot.dof_index:
+                    r.error(dm.line_of(dn), f"{f}.dofs.{dn}", f"robot '{rname}' has no DOF '{dn}'"
+                            f"{did_you_mean(str(dn), robot.dof_index)}")
+                    continue
+                k = robot.dof_index[dn]
+                unit = "angle" if robot.joints[robot.dofs[k].joints[0]].kind == REVOLUTE else "length"
+                v = r.number(dm, dn, f"{f}.dofs", unit=unit)
+                if v is None:
+                    continue
+                lo, hi = robot.dofs[k].limits
+                if not (lo - 1e-9 <= v <= hi + 1e-9):
+                    r.error(dm.line_of(dn), f"{f}.dofs.{dn}", f"value {v:g} outside the DOF limits [{lo:g}, {hi:g}] (SI units)")
+                    continue
+                init[k] = v
+        rnames[rname] = len(robots)
+        robots.append(RobotInstance(rname, robot, _ro(X), None, fixed, _ro(init)))
+        if "mount" in rm:
+            mounts.append((len(robots) - 1, rm, f))
+    # mounts: a hand on an arm's link through a fixed joint
+    for ri, rm, f in mounts:
+        mm = r.mapping(rm["mount"], f"{f}.mount", rm.line_of("mount"))
+        if mm is None:
+            continue
+        r.check_keys(mm, f"{f}.mount", ["robot", "link", "origin"], ["robot"])
+        pn = r.string(mm, "robot", f"{f}.mount", required=True)
+        if pn is None:
+            continue
+        if pn not in rnames:
+            r.error(mm.line_of("robot"), f"{f}.mount.robot", f"no robot named '{pn}' in this world{did_you_mean(pn, rnames)}")
+            continue
+        pi = rnames[pn]
+        if pi == ri:
+            r.error(mm.line_of("robot"), f"{f}.mount.robot", "a robot cannot be mounted on itself")
+            continue
+        parent = robots[pi].robot
+        ln = r.string(mm, "link", f"{f}.mount", default=parent.links[_last_link(parent)].name)
+        if ln not in parent.link_index:
+            r.error(mm.line_of("link"), f"{f}.mount.link", f"robot '{pn}' has no link '{ln}'{did_you_mean(str(ln), parent.link_index)}")
+            continue
+        X = r.pose(mm, "origin", f"{f}.mount")
+        old = robots[ri]
+        if "pose" in rm:
+            r.error(rm.line_of("pose"), f"{f}.pose", "a mounted robot takes its pose from its mount; remove 'pose'")
+        robots[ri] = RobotInstance(old.name, old.robot, old.X_WB, (pi, parent.link_index[ln], _ro(X)), True, old.initial_dofs)
+    # mount chains must not loop
+    for ri in range(len(robots)):
+        seen, k = set(), ri
+        while robots[k].mount is not None:
+            if k in seen:
+                r.error(top.line_of("robots"), "robots", f"robots mounted on each other in a loop ({robots[ri].name})")
+                break
+            seen.add(k)
+            k = robots[k].mount[0]
+
+    # objects (dynamic) and obstacles (static)
+    bodies: list[BodyInstance] = []
+    names = set(rnames)
+    for key, dynamic in (("objects", True), ("obstacles", False)):
+        if key not in top:
+            continue
+        seq = r.sequence(top[key], key, top.line_of(key))
+        for i, om in enumerate(seq or []):
+            f = f"{key}[{i}]"
+            om = r.mapping(om, f, seq.line_of(i))
+            if om is None:
+                continue
+            r.check_keys(om, f, BODY_INST_KEYS)
+            if ("file" in om) == ("shape" in om):
+                r.error(om.line, f, "give either 'file' (an object file) or an inline 'shape'")
+                continue
+            if "file" in om:
+                fname = r.string(om, "file", f)
+                if fname is None:
+                    continue
+                try:
+                    obj = load_object(base / fname, need_mass=dynamic)
+                except ModelError as e:
+                    sub_errors.extend(getattr(e, "errors", [e]))
+                    r.error(om.line_of("file"), f"{f}.file", f"object file '{fname}' is invalid (see the errors above)")
+                    continue
+                for k in ("mass", "density", "com", "inertia", "color"):
+                    if k in om:
+                        r.error(om.line_of(k), f"{f}.{k}", f"'{k}' belongs in the object file '{fname}'")
+                oname = r.string(om, "name", f, default=obj.name)
+                if "material" in om:
+                    obj = Object(obj.name, obj.file, obj.shape, obj.inertial, _read_material(r, om, f), obj.color)
+            else:
+                oname = r.string(om, "name", f, required=True)
+                obj = _object_from_map(r, om, f, base, oname or f"{key}{i}", str(path), need_mass=dynamic)
+                if obj is None:
+                    continue
+            if dynamic and obj.inertial is None:
+                r.error(om.line, f, "a dynamic object needs a mass")
+                continue
+            if oname in names:
+                r.error(om.line_of("name") if "name" in om else om.line, f"{f}.name", f"duplicate name '{oname}'")
+                continue
+            names.add(oname)
+            material_uses.append((f"{f}.material", om.line_of("material") if "material" in om else om.line, obj.material))
+            bodies.append(BodyInstance(oname, obj, _ro(r.pose(om, "pose", f)), dynamic))
+    for where, line, m in material_uses:
+        if m not in materials.materials:
+            r.error(line, where, f"material '{m}' has no friction entries{did_you_mean(m, materials.materials)}; "
+                    f"known: {', '.join(materials.materials)} (add pairs under 'materials.friction')")
+    disabled = set()
+    if "disable_collisions" in top:
+        seq = r.sequence(top["disable_collisions"], "disable_collisions", top.line_of("disable_collisions"))
+        for i, p in enumerate(seq or []):
+            if not (isinstance(p, YList) and len(p) == 2 and all(isinstance(x, str) for x in p)):
+                r.error(seq.line_of(i), f"disable_collisions[{i}]", "expected a pair of names [a, b] (robot/link or body)")
+                continue
+            disabled.add(frozenset(p))
+    if sub_errors:
+        r.errors = sub_errors + r.errors
+    r.raise_if_errors()
+    return World(name=name, file=str(path), robots=tuple(robots), bodies=tuple(bodies), gravity=_ro(gravity),
+                 dt=float(dt), contact_threshold=float(thr), materials=materials, disabled_pairs=frozenset(disabled),
+                 robot_index=MappingProxyType(dict(rnames)),
+                 body_index=MappingProxyType({b.name: i for i, b in enumerate(bodies)}))
+
+
+def _last_link(robot: Robot) -> int:
+    """The link farthest down the tree (last in tree order): a serial arm's end effector."""
+    return robot.joints[-1].child if robot.joints else robot.base_link

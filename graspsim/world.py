@@ -1,0 +1,244 @@
+"""A loaded world: the immutable description plus the current kinematic state.
+
+``World`` is the convenience object the Python API, the CLI and the GUI hold.  The description
+(``world.description``) never changes; the state (``world.state``: DOF values of every robot, base
+poses, object poses) is a small value that can be copied, saved and restored.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import kinematics, spatial
+from .model import description as d
+from .model.bodies import BodyTable, body_table
+
+__all__ = ["World", "WorldState", "RobotHandle", "BodyHandle"]
+
+
+@dataclass
+class WorldState:
+    """Kinematic state: per robot DOF values (rad or m) and base pose; per body its pose (4x4, W)."""
+
+    dofs: list            # list of (ndof,) arrays
+    base_poses: list      # list of (4, 4) arrays (ignored for mounted robots)
+    body_poses: list      # list of (4, 4) arrays, one per World.bodies entry
+
+    def copy(self) -> "WorldState":
+        return WorldState([a.copy() for a in self.dofs], [a.copy() for a in self.base_poses],
+                          [a.copy() for a in self.body_poses])
+
+
+class RobotHandle:
+    """A robot of a world: DOF names, limits and values, base pose and link poses."""
+
+    def __init__(self, world: "World", index: int):
+        self._world = world
+        self.index = index
+        self.instance: d.RobotInstance = world.description.robots[index]
+        self.description: d.Robot = self.instance.robot
+
+    @property
+    def name(self) -> str:
+        return self.instance.name
+
+    @property
+    def dof_names(self) -> list[str]:
+        return self.description.dof_names
+
+    @property
+    def dof_limits(self) -> np.ndarray:
+        """(ndof, 2) lower/upper limits, rad or m."""
+        return self.description.dof_limits
+
+    @property
+    def dof_values(self) -> np.ndarray:
+        return self._world.state.dofs[self.index].copy()
+
+    @dof_values.setter
+    def dof_values(self, values) -> None:
+        self.set_dofs(values)
+
+    def set_dofs(self, values, *, check_limits: bool = True) -> None:
+        """Set DOF values from an array (ndof,) or a mapping {dof name: value} (rad or m)."""
+        cur = self._world.state.dofs[self.index]
+        if isinstance(values, dict):
+            new = cur.copy()
+            for k, v in values.items():
+                if k not in self.description.dof_index:
+                    raise KeyError(f"robot '{self.name}' has no DOF '{k}'; DOFs: {', '.join(self.dof_names)}")
+                new[self.description.dof_index[k]] = float(v)
+        else:
+            new = np.asarray(values, dtype=float).reshape(-1)
+            if new.shape != cur.shape:
+                raise ValueError(f"robot '{self.name}' has {cur.size} DOFs, got {new.size} values")
+        if not np.all(np.isfinite(new)):
+            raise ValueError(f"robot '{self.name}': DOF values must be finite, got {new}")
+        lim = self.dof_limits
+        if check_limits and np.any((new < lim[:, 0] - 1e-9) | (new > lim[:, 1] + 1e-9)):
+            bad = [f"{n}={v:.4g} not in [{a:.4g}, {b:.4g}]" for n, v, (a, b) in zip(self.dof_names, new, lim)
+                   if v < a - 1e-9 or v > b + 1e-9]
+            raise ValueError(f"robot '{self.name}': DOF values outside limits: {'; '.join(bad)}")
+        cur[:] = new
+
+    @property
+    def joint_values(self) -> np.ndarray:
+        return kinematics.joint_values(self.description, self._world.state.dofs[self.index])
+
+    @property
+    def base_pose(self) -> np.ndarray:
+        """Pose of the base link in W (for a mounted robot: from its mount)."""
+        return self._world.base_pose(self.index)
+
+    @base_pose.setter
+    def base_pose(self, X: np.ndarray) -> None:
+        if self.instance.mount is not None:
+            raise ValueError(f"robot '{self.name}' is mounted on another robot; move that robot instead")
+        self._world.state.base_poses[self.index] = np.asarray(X, dtype=float).copy()
+
+    def link_poses(self) -> np.ndarray:
+        """World poses (nlinks, 4, 4) of the link frames."""
+        return self._world.link_poses(self.index)
+
+    def link_pose(self, name: str) -> np.ndarray:
+        return self.link_poses()[self.description.link_index[name]]
+
+    @property
+    def palm_pose(self) -> np.ndarray:
+        return self.link_poses()[self.description.palm_link]
+
+    def __repr__(self) -> str:
+        return f"<Robot {self.name}: {len(self.dof_names)} DOFs, {len(self.description.links)} links>"
+
+
+class BodyHandle:
+    """An object or obstacle of a world: its description and pose."""
+
+    def __init__(self, world: "World", index: int):
+        self._world = world
+        self.index = index
+        self.instance: d.BodyInstance = world.description.bodies[index]
+
+    @property
+    def name(self) -> str:
+        return self.instance.name
+
+    @property
+    def dynamic(self) -> bool:
+        return self.instance.dynamic
+
+    @property
+    def mass(self) -> float:
+        i = self.instance.obj.inertial
+        return i.mass if i is not None else float("inf")
+
+    @property
+    def material(self) -> str:
+        return self.instance.obj.material
+
+    @property
+    def pose(self) -> np.ndarray:
+        return self._world.state.body_poses[self.index].copy()
+
+    @pose.setter
+    def pose(self, X: np.ndarray) -> None:
+        X = np.asarray(X, dtype=float)
+        if X.shape != (4, 4) or not np.all(np.isfinite(X)):
+            raise ValueError(f"body '{self.name}': pose must be a finite 4x4 transform")
+        self._world.state.body_poses[self.index] = X.copy()
+
+    @property
+    def com_world(self) -> np.ndarray:
+        """Centre of mass in W (m)."""
+        X = self.pose
+        c = self.instance.obj.inertial.com if self.instance.obj.inertial is not None else np.zeros(3)
+        return X[:3, :3] @ c + X[:3, 3]
+
+    def __repr__(self) -> str:
+        return f"<Body {self.name}: {'dynamic' if self.dynamic else 'static'}, {self.material}>"
+
+
+class World:
+    """A world description with its current kinematic state (see module docstring)."""
+
+    def __init__(self, description: d.World, state: WorldState | None = None):
+        self.description = description
+        if state is None:
+            state = WorldState([r.initial_dofs.copy() for r in description.robots],
+                               [r.X_WB.copy() for r in description.robots],
+                               [b.X_WO.copy() for b in description.bodies])
+        self.state = state
+        self.robots = {r.name: RobotHandle(self, i) for i, r in enumerate(description.robots)}
+        self.bodies = {b.name: BodyHandle(self, i) for i, b in enumerate(description.bodies)}
+
+    @property
+    def table(self) -> BodyTable:
+        """The flat table of all rigid bodies (links, objects, obstacles)."""
+        return body_table(self.description)
+
+    @property
+    def name(self) -> str:
+        return self.description.name
+
+    def base_pose(self, ri: int) -> np.ndarray:
+        inst = self.description.robots[ri]
+        if inst.mount is None:
+            return self.state.base_poses[ri].copy()
+        pi, pl, X_LB = inst.mount
+        return self.link_poses(pi)[pl] @ X_LB
+
+    def link_poses(self, ri: int) -> np.ndarray:
+        inst = self.description.robots[ri]
+        q = kinematics.joint_values(inst.robot, self.state.dofs[ri])
+        return kinematics.forward_kinematics(inst.robot, q, self.base_pose(ri))
+
+    def body_poses(self) -> np.ndarray:
+        """(N, 4, 4) world poses of every body in :attr:`table` order (links first, then bodies)."""
+        t = self.table
+        out = np.empty((len(t), 4, 4))
+        for ri in range(len(self.description.robots)):
+            out[t.robot_links[ri]] = self.link_poses(ri)
+        nl = sum(len(x) for x in t.robot_links)
+        if self.state.body_poses:
+            out[nl:] = np.array(self.state.body_poses)
+        return out
+
+    def save_state(self) -> WorldState:
+        return self.state.copy()
+
+    def restore_state(self, state: WorldState) -> None:
+        self.state = state.copy()
+
+    def summary(self) -> str:
+        """A human-readable description: robots and DOFs with limits, bodies, masses, materials."""
+        lines = [f"world '{self.name}' ({self.description.file})",
+                 f"  gravity [{', '.join(f'{g:g}' for g in self.description.gravity)}] m/s^2, dt {self.description.dt * 1e3:g} ms, "
+                 f"contact threshold {self.description.contact_threshold * 1e3:g} mm"]
+        for r in self.robots.values():
+            desc = r.description
+            mount = ""
+            if r.instance.mount is not None:
+                pi, pl, _ = r.instance.mount
+                parent = self.description.robots[pi]
+                mount = f", mounted on {parent.name}/{parent.robot.links[pl].name}"
+            mass = sum(l.inertial.mass for l in desc.links)
+            lines.append(f"  robot '{r.name}' ({desc.name}): {len(desc.links)} links, {len(desc.joints)} joints, "
+                         f"{mass:.3g} kg{mount}")
+            p = r.base_pose[:3, 3]
+            lines.append(f"    base at [{p[0]:.4g}, {p[1]:.4g}, {p[2]:.4g}] m")
+            for k, dof in enumerate(desc.dofs):
+                rev = desc.joints[dof.joints[0]].kind == d.REVOLUTE
+                u, s = ("deg", 180 / np.pi) if rev else ("mm", 1e3)
+                lo, hi = dof.limits * s
+                lines.append(f"    dof {dof.name:12s} {r.dof_values[k] * s:8.2f} {u}  limits [{lo:.1f}, {hi:.1f}] {u}  "
+                             f"{dof.kind}, effort {dof.effort:g}, joints "
+                             + ", ".join(desc.joints[j].name for j in dof.joints))
+        for b in self.bodies.values():
+            p = b.pose[:3, 3]
+            m = f"{b.mass:.4g} kg" if b.dynamic else "static"
+            lines.append(f"  body '{b.name}': {m}, {b.material}, at [{p[0]:.4g}, {p[1]:.4g}, {p[2]:.4g}] m")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<World {self.name}: robots {list(self.robots)}, bodies {list(self.bodies)}>"
