@@ -1,0 +1,90 @@
+"""Dynamic bodies: the state arrays, mass matrices and pose integration (Miller & Christensen eq. 10-12).
+
+Each dynamic body's state is the position ``c`` of its centre of mass (W), the unit quaternion
+``q = (w, x, y, z)`` of its body axes (the link/object frame axes) and the generalised velocity
+``v = [linear velocity of the com; angular velocity]``, both in W.  All functions are vectorised
+over bodies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.bodies import BodyTable
+
+
+@dataclass(frozen=True, eq=False)
+class DynamicBodies:
+    """Which bodies of a :class:`BodyTable` move, and their constant mass properties."""
+
+    table_index: np.ndarray     # (nb,) index into the body table
+    slot: np.ndarray            # (N,) table index -> dynamic slot, -1 for static bodies
+    mass: np.ndarray            # (nb,)
+    com_L: np.ndarray           # (nb, 3) com in the body frame
+    inertia_L: np.ndarray       # (nb, 3, 3) about the com, body axes
+
+    @classmethod
+    def from_table(cls, table: BodyTable) -> "DynamicBodies":
+        idx = np.flatnonzero(table.dynamic)
+        slot = -np.ones(len(table), dtype=np.int64)
+        slot[idx] = np.arange(len(idx))
+        return cls(idx, slot, table.mass[idx].copy(), table.com[idx].copy(), table.inertia[idx].copy())
+
+    def __len__(self) -> int:
+        return len(self.table_index)
+
+
+def quat_to_matrices(q: np.ndarray) -> np.ndarray:
+    """(n, 4) unit quaternions (w, x, y, z) -> (n, 3, 3) rotation matrices."""
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    R = np.empty((len(q), 3, 3))
+    R[:, 0, 0] = 1 - 2 * (y * y + z * z); R[:, 0, 1] = 2 * (x * y - w * z); R[:, 0, 2] = 2 * (x * z + w * y)
+    R[:, 1, 0] = 2 * (x * y + w * z); R[:, 1, 1] = 1 - 2 * (x * x + z * z); R[:, 1, 2] = 2 * (y * z - w * x)
+    R[:, 2, 0] = 2 * (x * z - w * y); R[:, 2, 1] = 2 * (y * z + w * x); R[:, 2, 2] = 1 - 2 * (x * x + y * y)
+    return R
+
+
+def matrices_to_quat(R: np.ndarray) -> np.ndarray:
+    """(n, 3, 3) -> (n, 4) quaternions with w >= 0."""
+    from ..spatial import matrix_to_quat
+
+    return np.array([matrix_to_quat(r) for r in R]).reshape(-1, 4)
+
+
+def rate_matrices(q: np.ndarray) -> np.ndarray:
+    """The 4x3 matrices B of eq. (10) for each body: ``q_dot = B @ omega_body``."""
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    B = np.empty((len(q), 4, 3))
+    B[:, 0] = np.stack([-x, -y, -z], 1)
+    B[:, 1] = np.stack([w, -z, y], 1)
+    B[:, 2] = np.stack([z, w, -x], 1)
+    B[:, 3] = np.stack([-y, x, w], 1)
+    return 0.5 * B
+
+
+def integrate_poses(c: np.ndarray, q: np.ndarray, v: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 1-2: ``pose^{l+1} = pose^l + h G v^l`` with G = [[I, 0], [0, B R^T]] (eq. 11-12), renormalised.
+
+    ``c`` (nb, 3) com positions, ``q`` (nb, 4) quaternions, ``v`` (nb, 6) [v; omega] in W.
+    """
+    R = quat_to_matrices(q)
+    omega_body = np.einsum("nji,nj->ni", R, v[:, 3:])          # R^T omega
+    qdot = np.einsum("nij,nj->ni", rate_matrices(q), omega_body)
+    q_new = q + h * qdot
+    q_new /= np.linalg.norm(q_new, axis=1, keepdims=True)
+    return c + h * v[:, :3], q_new
+
+
+def world_inertia(R: np.ndarray, inertia_L: np.ndarray) -> np.ndarray:
+    """(nb, 3, 3) inertia about the com in W: R I R^T."""
+    return np.einsum("nij,njk,nlk->nil", R, inertia_L, R)
+
+
+def link_poses(c: np.ndarray, R: np.ndarray, com_L: np.ndarray) -> np.ndarray:
+    """(nb, 4, 4) body-frame poses X_WL from com positions and orientations."""
+    X = np.zeros((len(c), 4, 4))
+    X[:, :3, :3] = R
+    X[:, :3, 3] = c - np.einsum("nij,nj->ni", R, com_L)
+    X[:, 3, 3] = 1.0
+    return X

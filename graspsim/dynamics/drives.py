@@ -1,0 +1,34 @@
+"""Actuator commands: what a controller asks of each DOF for one step.
+
+A controller returns a :class:`DriveCommand` over the world's DOFs (robot by robot, see
+``Simulator.dof_names``).  Each DOF gets a PD law with effort limit and a feed-forward torque:
+
+    tau = clip(tau_ff + kp (q_ref - q) + kd (qd_ref - qd), -effort, effort)      (N m or N)
+
+The simulator applies the PD part *implicitly* (as a compliant constraint row on the DOF's joint
+rate, solved with the other constraints) whenever it is not saturated, so stiff gains stay stable at
+h = 2.5 ms; a saturated DOF gets the clipped torque explicitly.  ``kp = kd = 0`` gives pure torque
+control (step 7 of the paper).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class DriveCommand:
+    q_ref: np.ndarray     # (nd,) rad or m
+    qd_ref: np.ndarray    # (nd,)
+    kp: np.ndarray        # (nd,) N m/rad or N/m
+    kd: np.ndarray        # (nd,) N m s/rad or N s/m
+    tau_ff: np.ndarray    # (nd,) N m or N
+    effort: np.ndarray    # (nd,) |tau| limit
+
+    @classmethod
+    def torques(cls, tau: np.ndarray, effort: np.ndarray | None = None) -> "DriveCommand":
+        """Pure torque control (no PD)."""
+        tau = np.asarray(tau, dtype=float)
+        z = np.zeros_like(tau)
+        return cls(z, z, z, z, tau, np.full_like(tau, np.inf) if effort is None else np.asarray(effort, float))

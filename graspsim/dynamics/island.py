@@ -1,0 +1,142 @@
+"""Step 10 for one island: free step (eq. 15), equality system (eq. 17) or mixed LCP (eq. 18-21).
+
+The mixed LCP is reduced to a pure LCP without ever forming a dense inverse of the whole mass
+matrix: the body inertias are block diagonal (6x6 per body, inverted per body), and the equality
+rows are eliminated through a Cholesky factorisation of ``A = J^T M^-1 J + C`` (``C`` the
+compliance of soft drive rows, zero for hard joints).  With ``P = M^-1 - M^-1 J A^-1 J^T M^-1``:
+
+    G = H^T P H                                   (eq. 21)
+    g = b + H^T v_free,   v_free = M^-1 a + M^-1 J A^-1 (eps_j - J^T M^-1 a)
+
+and after Lemke returns ``z``: ``v = v_free + P H z``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from ..errors import SimulationError
+
+
+@dataclass
+class IslandProblem:
+    """One island's data.  ``nv = 6 nb``; matrices are dense over the island's bodies."""
+
+    slots: np.ndarray          # (nb,) dynamic body slots in this island
+    Minv: np.ndarray           # (nb, 6, 6) inverse body mass matrices
+    a_over_M: np.ndarray       # (nv,) M^-1 a = v^l + h M^-1 k
+    Je: np.ndarray             # (nv, ne) equality rows
+    eps_e: np.ndarray          # (ne,) equality targets (error-correction velocities)
+    comp_e: np.ndarray         # (ne,) compliance (0 = hard)
+    Hl: np.ndarray             # (nv, nl) unilateral rows without friction: joint limits then contact normals
+    bl: np.ndarray             # (nl,) biases of those rows (w = Hl^T v + bl >= 0)
+    n_limits: int              # how many of the Hl rows are joint limits (the rest are contact normals)
+    D: np.ndarray              # (nv, nc * u) friction direction rows
+    mu: np.ndarray             # (nc,) friction coefficients
+    u: int                     # friction directions per contact
+
+
+def project_positions(Minv: np.ndarray, Jh: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """Post-stabilisation: the smallest mass-weighted displacement (6 nb,) that removes the
+    linearised joint errors ``err`` (hard rows ``Jh``): dx = M^-1 J (J^T M^-1 J)^-1 (-err).
+
+    Velocity-level joint rows (eq. 7) drift by O(h^2) per step; eq. (16)'s correction velocity only
+    removes a fraction ``gamma`` of it per step, so fast chains open up.  One projection per step
+    keeps the error at the drift of a single step's linearisation.
+    """
+    W = _blockmul(Minv, Jh)
+    A = Jh.T @ W
+    A[np.diag_indices(len(A))] += 1e-12 * max(1.0, float(np.abs(A).max()))
+    return W @ sla.solve(A, -err, assume_a="pos", check_finite=False)
+
+
+@dataclass
+class IslandSolution:
+    v: np.ndarray              # (nv,) new velocities
+    c_e: np.ndarray            # (ne,) equality impulses
+    z: np.ndarray              # LCP solution [c_l, c_n, beta, lambda] (empty without an LCP)
+    lcp_size: int
+    pivots: int
+    regularized: float         # diagonal added to solve (0 if none)
+
+
+def _blockmul(Minv: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Block-diagonal M^-1 (nb, 6, 6) times X (6 nb, m)."""
+    nb = len(Minv)
+    if X.ndim == 1:
+        return np.einsum("bij,bj->bi", Minv, X.reshape(nb, 6)).reshape(-1)
+    return np.einsum("bij,bjm->bim", Minv, X.reshape(nb, 6, -1)).reshape(6 * nb, -1)
+
+
+def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
+                 describe=lambda: "") -> IslandSolution:
+    """Solve one island; raise :class:`SimulationError` if the LCP cannot be solved."""
+    ne = p.Je.shape[1]
+    # eliminate the equality rows (eq. 17 and the first two block rows of eq. 20)
+    if ne:
+        W = _blockmul(p.Minv, p.Je)                          # M^-1 J
+        A = p.Je.T @ W
+        A[np.diag_indices(ne)] += p.comp_e
+        try:
+            cf = sla.cho_factor(A, check_finite=False)
+        except np.linalg.LinAlgError:
+            # redundant joint rows (e.g. a closed loop of fixed joints): tiny regularisation
+            A[np.diag_indices(ne)] += 1e-12 * max(1.0, np.abs(A).max())
+            cf = sla.cho_factor(A, check_finite=False)
+        c_free = sla.cho_solve(cf, p.eps_e - p.Je.T @ p.a_over_M, check_finite=False)
+        v_free = p.a_over_M + W @ c_free
+    else:
+        W = None
+        cf = None
+        c_free = np.zeros(0)
+        v_free = p.a_over_M.copy()
+    nl, nfr = p.Hl.shape[1], p.D.shape[1]
+    if nl == 0:
+        return IslandSolution(v_free, c_free, np.zeros(0), 0, 0, 0.0)
+
+    nc = len(p.mu)
+    H = np.concatenate([p.Hl, p.D], axis=1) if nfr else p.Hl
+    Y = _blockmul(p.Minv, H)                                  # M^-1 H
+    G = H.T @ Y
+    if ne:
+        WH = W.T @ H                                          # J^T M^-1 H
+        G -= WH.T @ sla.cho_solve(cf, WH, check_finite=False)
+    m = nl + nfr + (nc if nfr else 0)
+    Mlcp = np.zeros((m, m))
+    Mlcp[:nl + nfr, :nl + nfr] = G
+    qlcp = np.zeros(m)
+    qlcp[:nl] = p.bl
+    qlcp[:nl + nfr] = qlcp[:nl + nfr] + H.T @ v_free
+    if nfr:
+        # friction cone rows (eq. 5, 6): sigma = D^T v + E lambda, zeta = mu c_n - E^T beta
+        u = p.u
+        beta0, lam0 = nl, nl + nfr
+        for i in range(nc):
+            rows = slice(beta0 + i * u, beta0 + (i + 1) * u)
+            Mlcp[rows, lam0 + i] = 1.0
+            Mlcp[lam0 + i, rows] = -1.0
+            Mlcp[lam0 + i, p.n_limits + i] = p.mu[i]
+    reg = 0.0
+    scale = max(1.0, float(np.abs(np.diag(G)).max()))
+    for attempt in range(max_regularization_tries + 1):
+        Mtry = Mlcp if reg == 0.0 else Mlcp + reg * np.eye(m)
+        res = lemke(Mtry, qlcp)
+        if res.status == "solved":
+            break
+        reg = scale * 10.0 ** (-10 + 2 * attempt)
+    else:
+        raise SimulationError(f"the contact LCP could not be solved ({describe()}; LCP size {m}, "
+                              f"solver status '{res.status}' after {res.pivots} pivots, "
+                              f"also with diagonal regularisation up to {reg:.1e})")
+    z = res.z
+    Hz = H @ z[:nl + nfr]
+    dv = _blockmul(p.Minv, Hz)
+    if ne:
+        c_extra = -sla.cho_solve(cf, W.T @ Hz, check_finite=False)
+        dv = dv + W @ c_extra
+        c_e = c_free + c_extra
+    else:
+        c_e = c_free
+    return IslandSolution(v_free + dv, c_e, z, m, int(res.pivots), reg)

@@ -1,0 +1,280 @@
+"""Joints in maximal coordinates: constraint rows (eq. 7, 16), joint values and rates, limits (eq. 9).
+
+Every joint of every robot, plus one fixed joint per mounted robot (hand on arm), becomes a
+:class:`JointSet` entry.  A joint's frame J is carried by the parent (``X_WJ = X_WP X_PJ``) and by the
+child (``X_WJ' = X_WC inv(X_JC)``); the constraint keeps J' where the joint's motion puts it:
+revolute -- same origin and axis (5 rows), prismatic -- same orientation, origin on the axis
+(5 rows), fixed -- identical (6 rows).  Rows measure child-minus-parent velocities; their position
+errors (child side minus parent side) drive the error-correction velocities of eq. (16).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import spatial
+from ..model.bodies import BodyTable
+from ..model.description import FIXED, PRISMATIC, REVOLUTE, World
+from .rows import Rows, angular_row, linear_row
+
+KIND_CODE = {REVOLUTE: 0, PRISMATIC: 1, FIXED: 2}
+
+
+@dataclass(frozen=True, eq=False)
+class JointSet:
+    """Flat arrays over all joints of a world (robots' joints, then mount joints)."""
+
+    names: tuple
+    kind: np.ndarray        # 0 revolute, 1 prismatic, 2 fixed
+    parent: np.ndarray      # table index of the parent body
+    child: np.ndarray       # table index of the child body
+    X_PJ: np.ndarray        # (nj, 4, 4)
+    X_CJ: np.ndarray        # (nj, 4, 4) = inv(X_JC): J' seen from the child
+    axis: np.ndarray        # (nj, 3) in J
+    perp: np.ndarray        # (nj, 2, 3) two unit vectors in J perpendicular to the axis
+    limits: np.ndarray      # (nj, 2)
+    coulomb: np.ndarray
+    viscous: np.ndarray
+    dof: np.ndarray         # global DOF index or -1
+    ratio: np.ndarray
+    offset: np.ndarray
+    robot: np.ndarray       # robot index, -1 for mounts
+    local: np.ndarray       # joint index within the robot, -1 for mounts
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+@dataclass(frozen=True, eq=False)
+class DofSet:
+    """Flat arrays over all DOFs of a world (robot by robot)."""
+
+    names: tuple
+    robot: np.ndarray
+    local: np.ndarray
+    joints: tuple           # per DOF: array of global joint indices (first = the driven one)
+    ratios: tuple
+    offsets: tuple
+    limits: np.ndarray      # (nd, 2)
+    kp: np.ndarray
+    kd: np.ndarray
+    effort: np.ndarray
+    velocity: np.ndarray
+    breakaway: np.ndarray   # bool
+    breakaway_torque: np.ndarray
+    robot_slices: tuple     # per robot: slice of its DOFs in the global arrays
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def _perp(axis: np.ndarray) -> np.ndarray:
+    a = axis / np.linalg.norm(axis)
+    u = np.cross(a, np.eye(3)[int(np.argmin(np.abs(a)))])
+    u /= np.linalg.norm(u)
+    return np.stack([u, np.cross(a, u)])
+
+
+def build_joint_sets(world: World, table: BodyTable) -> tuple[JointSet, DofSet]:
+    names, kind, parent, child, XPJ, XCJ, axis, perp, lim, coul, visc, dof, ratio, off, rob, loc = ([] for _ in range(16))
+    dnames, drob, dloc, djoints, dratios, doffs, dlim, kp, kd, eff, vel, brk, brkt, slices = ([] for _ in range(14))
+    joint_base = []
+    nd = 0
+    for ri, inst in enumerate(world.robots):
+        rl = table.robot_links[ri]
+        base_j = len(kind)
+        joint_base.append(base_j)
+        for n, j in enumerate(inst.robot.joints):
+            names.append(f"{inst.name}/{j.name}")
+            kind.append(KIND_CODE[j.kind]); parent.append(rl[j.parent]); child.append(rl[j.child])
+            XPJ.append(j.X_PJ); XCJ.append(spatial.inverse(j.X_JC)); axis.append(j.axis); perp.append(_perp(j.axis))
+            lim.append(j.limits); coul.append(j.coulomb); visc.append(j.viscous)
+            dof.append(nd + j.dof if j.dof >= 0 else -1); ratio.append(j.ratio); off.append(j.offset)
+            rob.append(ri); loc.append(n)
+        for k, d in enumerate(inst.robot.dofs):
+            dnames.append(f"{inst.name}/{d.name}"); drob.append(ri); dloc.append(k)
+            djoints.append(np.array([base_j + jj for jj in d.joints])); dratios.append(d.ratios); doffs.append(d.offsets)
+            dlim.append(d.limits); kp.append(d.kp); kd.append(d.kd); eff.append(d.effort); vel.append(d.velocity)
+            brk.append(d.kind == "breakaway"); brkt.append(d.breakaway_torque)
+        slices.append(slice(nd, nd + len(inst.robot.dofs)))
+        nd += len(inst.robot.dofs)
+    for ri, inst in enumerate(world.robots):  # a hand mounted on an arm: a fixed joint
+        if inst.mount is None:
+            continue
+        pi, pl, X_LB = inst.mount
+        names.append(f"{inst.name}/mount")
+        kind.append(2); parent.append(table.robot_links[pi][pl]); child.append(table.robot_links[ri][inst.robot.base_link])
+        XPJ.append(X_LB); XCJ.append(np.eye(4)); axis.append(np.array([0, 0, 1.0])); perp.append(_perp(np.array([0, 0, 1.0])))
+        lim.append(np.array([-np.inf, np.inf])); coul.append(0.0); visc.append(0.0)
+        dof.append(-1); ratio.append(0.0); off.append(0.0); rob.append(-1); loc.append(-1)
+    js = JointSet(tuple(names), np.array(kind, dtype=np.int64), np.array(parent, dtype=np.int64),
+                  np.array(child, dtype=np.int64), np.array(XPJ).reshape(-1, 4, 4), np.array(XCJ).reshape(-1, 4, 4),
+                  np.array(axis).reshape(-1, 3), np.array(perp).reshape(-1, 2, 3), np.array(lim).reshape(-1, 2),
+                  np.array(coul, float), np.array(visc, float), np.array(dof, dtype=np.int64), np.array(ratio, float),
+                  np.array(off, float), np.array(rob, dtype=np.int64), np.array(loc, dtype=np.int64))
+    ds = DofSet(tuple(dnames), np.array(drob, dtype=np.int64), np.array(dloc, dtype=np.int64), tuple(djoints),
+                tuple(dratios), tuple(doffs), np.array(dlim).reshape(-1, 2), np.array(kp, float), np.array(kd, float),
+                np.array(eff, float), np.array(vel, float), np.array(brk, bool), np.array(brkt, float), tuple(slices))
+    return js, ds
+
+
+@dataclass
+class JointFrames:
+    """World frames of every joint as seen from the parent (J) and from the child (J')."""
+
+    o: np.ndarray        # (nj, 3) origin of J (parent side)
+    o_c: np.ndarray      # (nj, 3) origin of J' (child side)
+    R: np.ndarray        # (nj, 3, 3) R_WJ
+    R_c: np.ndarray      # (nj, 3, 3) R_WJ'
+    axis: np.ndarray     # (nj, 3) joint axis in W (parent side)
+    perp: np.ndarray     # (nj, 2, 3) perpendicular directions in W
+
+
+def joint_frames(js: JointSet, X: np.ndarray) -> JointFrames:
+    """Joint frames from body poses ``X`` (N, 4, 4) in table order."""
+    XJ = X[js.parent] @ js.X_PJ
+    XJc = X[js.child] @ js.X_CJ
+    R = XJ[:, :3, :3]
+    return JointFrames(XJ[:, :3, 3], XJc[:, :3, 3], R, XJc[:, :3, :3], np.einsum("nij,nj->ni", R, js.axis),
+                       np.einsum("nij,nkj->nki", R, js.perp))
+
+
+def joint_values(js: JointSet, F: JointFrames, previous: np.ndarray | None = None) -> np.ndarray:
+    """Joint values (rad or m); revolute angles are unwrapped against ``previous``."""
+    q = np.zeros(len(js))
+    rev = js.kind == 0
+    if np.any(rev):
+        # angle about the axis taking J to J': compare the first perpendicular vector
+        u = F.perp[rev, 0]
+        w = F.perp[rev, 1]
+        Ru = np.einsum("nij,nj->ni", F.R_c[rev], js.perp[rev, 0])
+        ang = np.arctan2(np.einsum("ni,ni->n", Ru, w), np.einsum("ni,ni->n", Ru, u))
+        if previous is not None:
+            prev = previous[rev]
+            ang = prev + (ang - prev + np.pi) % (2 * np.pi) - np.pi
+        q[rev] = ang
+    pri = js.kind == 1
+    if np.any(pri):
+        q[pri] = np.einsum("ni,ni->n", F.o_c[pri] - F.o[pri], F.axis[pri])
+    return q
+
+
+def joint_rates(js: JointSet, F: JointFrames, v: np.ndarray, slot: np.ndarray, com_W: np.ndarray) -> np.ndarray:
+    """Joint velocities (rad/s or m/s) from body velocities ``v`` (nb, 6) (static bodies at rest)."""
+    rows = rate_rows(js, F, np.arange(len(js)), slot, com_W)
+    return rows_apply(rows, v)
+
+
+def rows_apply(rows: Rows, v: np.ndarray) -> np.ndarray:
+    """Evaluate rows at the velocities ``v`` (nb, 6)."""
+    vv = np.concatenate([v, np.zeros((1, 6))])  # slot -1 -> zero velocity
+    return np.einsum("rkc,rkc->r", rows.jac, vv[rows.bodies])
+
+
+def rate_rows(js: JointSet, F: JointFrames, idx: np.ndarray, slot: np.ndarray, com_W: np.ndarray,
+              scale: np.ndarray | None = None) -> Rows:
+    """Rows giving ``scale * joint rate`` for joints ``idx`` (child minus parent, along the axis)."""
+    idx = np.asarray(idx, dtype=np.int64)
+    n = len(idx)
+    a = F.axis[idx] * (1.0 if scale is None else scale[:, None])
+    jac = np.zeros((n, 2, 6))
+    rev = js.kind[idx] == 0
+    jac[rev, 1] = angular_row(a[rev])
+    jac[rev, 0] = -jac[rev, 1]
+    pri = ~rev
+    if np.any(pri):
+        o = F.o[idx][pri]
+        jac[pri, 1] = linear_row(a[pri], o, com_W[js.child[idx][pri]])
+        jac[pri, 0] = -linear_row(a[pri], o, com_W[js.parent[idx][pri]])
+    bodies = np.stack([slot[js.parent[idx]], slot[js.child[idx]]], 1)
+    return Rows(bodies, jac, np.zeros(n))
+
+
+def _pair_rows(jac_child: np.ndarray, jac_parent: np.ndarray, p_slot: np.ndarray, c_slot: np.ndarray,
+               err: np.ndarray) -> Rows:
+    return Rows(np.stack([p_slot, c_slot], 1), np.stack([-jac_parent, jac_child], 1), err)
+
+
+def equality_rows(js: JointSet, F: JointFrames, slot: np.ndarray, com_W: np.ndarray) -> Rows:
+    """The joint constraint rows J^T v = 0 (eq. 7) with each row's position error in ``rhs``.
+
+    Revolute: 3 linear rows at the joint origin + 2 angular rows perpendicular to the axis;
+    prismatic: 3 angular rows + 2 linear rows perpendicular to the axis; fixed: 3 + 3.
+    ``rhs`` holds the position error (child side minus parent side, m or rad) that eq. (16) turns
+    into a correction velocity.
+    """
+    blocks = []
+    eye = np.eye(3)
+    # rotation error (small-angle vector taking R to R_c), and origin error
+    d_o = F.o_c - F.o
+    for code in (0, 1, 2):
+        idx = np.flatnonzero(js.kind == code)
+        if not len(idx):
+            continue
+        n = len(idx)
+        o = F.o[idx]
+        pc, cc = com_W[js.parent[idx]], com_W[js.child[idx]]
+        ps, cs = slot[js.parent[idx]], slot[js.child[idx]]
+        Rerr = np.einsum("nij,nkj->nik", F.R_c[idx], F.R[idx])     # R_c R^T
+        rot = 0.5 * np.stack([Rerr[:, 2, 1] - Rerr[:, 1, 2], Rerr[:, 0, 2] - Rerr[:, 2, 0],
+                              Rerr[:, 1, 0] - Rerr[:, 0, 1]], 1)    # ~ rotation vector for small errors
+        if code == 0:      # revolute: linear x, y, z at o; angular along the two perpendiculars
+            for k in range(3):
+                d = np.broadcast_to(eye[k], (n, 3))
+                blocks.append(_pair_rows(linear_row(d, o, cc), linear_row(d, o, pc), ps, cs, d_o[idx, k]))
+            for k in range(2):
+                d = F.perp[idx, k]
+                # axis misalignment: a x a_c projected on the perpendicular
+                a_c = np.einsum("nij,nj->ni", F.R_c[idx], js.axis[idx])
+                err = np.einsum("ni,ni->n", np.cross(F.axis[idx], a_c), d)
+                blocks.append(_pair_rows(angular_row(d), angular_row(d), ps, cs, err))
+        elif code == 1:    # prismatic: angular x, y, z; linear along the two perpendiculars
+            for k in range(3):
+                d = np.broadcast_to(eye[k], (n, 3))
+                blocks.append(_pair_rows(angular_row(d), angular_row(d), ps, cs, rot[:, k]))
+            for k in range(2):
+                d = F.perp[idx, k]
+                err = np.einsum("ni,ni->n", d_o[idx], d)
+                blocks.append(_pair_rows(linear_row(d, o, cc), linear_row(d, o, pc), ps, cs, err))
+        else:              # fixed: all six
+            for k in range(3):
+                d = np.broadcast_to(eye[k], (n, 3))
+                blocks.append(_pair_rows(linear_row(d, o, cc), linear_row(d, o, pc), ps, cs, d_o[idx, k]))
+            for k in range(3):
+                d = np.broadcast_to(eye[k], (n, 3))
+                blocks.append(_pair_rows(angular_row(d), angular_row(d), ps, cs, rot[:, k]))
+    rows = Rows.concat(blocks)
+    # rows between two static bodies (e.g. a fixed base's joint chain frozen) carry no unknowns
+    keep = np.any(rows.bodies >= 0, axis=1)
+    return rows.select(keep)
+
+
+def joint_wrenches(js: JointSet, F: JointFrames, tau: np.ndarray, com_W: np.ndarray, nbodies: int,
+                   slot: np.ndarray) -> np.ndarray:
+    """(nb, 6) body wrenches [force; torque about the com] from joint torques/forces ``tau`` (nj,).
+
+    Applied equal and opposite to the child and the parent (step 7 / 8).
+    """
+    out = np.zeros((nbodies + 1, 6))      # last row collects static bodies (discarded)
+    nz = np.flatnonzero(tau)
+    if not len(nz):
+        return out[:-1]
+    a = F.axis[nz] * tau[nz, None]
+    rev = js.kind[nz] == 0
+    w_child = np.zeros((len(nz), 6))
+    w_parent = np.zeros((len(nz), 6))
+    w_child[rev, 3:] = a[rev]
+    w_parent[rev, 3:] = -a[rev]
+    pri = ~rev
+    if np.any(pri):
+        o = F.o[nz][pri]
+        w_child[pri, :3] = a[pri]
+        w_child[pri, 3:] = np.cross(o - com_W[js.child[nz][pri]], a[pri])
+        w_parent[pri, :3] = -a[pri]
+        w_parent[pri, 3:] = -np.cross(o - com_W[js.parent[nz][pri]], a[pri])
+    cs = slot[js.child[nz]]
+    ps = slot[js.parent[nz]]
+    np.add.at(out, np.where(cs < 0, nbodies, cs), w_child)
+    np.add.at(out, np.where(ps < 0, nbodies, ps), w_parent)
+    return out[:-1]
