@@ -24,10 +24,17 @@ class WorldState:
     dofs: list            # list of (ndof,) arrays
     base_poses: list      # list of (4, 4) arrays (ignored for mounted robots)
     body_poses: list      # list of (4, 4) arrays, one per World.bodies entry
+    #: per robot {joint index: value}: joints decoupled from their DOF (a broken-away Barrett
+    #: proximal joint held where its link met the object); cleared by ``set_dofs``
+    joint_overrides: list = None
+
+    def __post_init__(self):
+        if self.joint_overrides is None:
+            self.joint_overrides = [dict() for _ in self.dofs]
 
     def copy(self) -> "WorldState":
         return WorldState([a.copy() for a in self.dofs], [a.copy() for a in self.base_poses],
-                          [a.copy() for a in self.body_poses])
+                          [a.copy() for a in self.body_poses], [dict(o) for o in self.joint_overrides])
 
 
 class RobotHandle:
@@ -81,10 +88,27 @@ class RobotHandle:
                    if v < a - 1e-9 or v > b + 1e-9]
             raise ValueError(f"robot '{self.name}': DOF values outside limits: {'; '.join(bad)}")
         cur[:] = new
+        self._world.state.joint_overrides[self.index].clear()
+
+    def set_joint_values(self, q: np.ndarray) -> None:
+        """Set every joint value (nj,) directly; DOF values follow from each DOF's first joint, and
+        joints that do not match their coupling are kept as overrides (decoupled joints)."""
+        from .kinematics import dof_values_from_joints, joint_values as jv
+
+        q = np.asarray(q, dtype=float).reshape(-1)
+        dofs = dof_values_from_joints(self.description, q)
+        self._world.state.dofs[self.index][:] = dofs
+        coupled = jv(self.description, dofs)
+        ov = self._world.state.joint_overrides[self.index]
+        ov.clear()
+        for n, j in enumerate(self.description.joints):
+            if j.dof >= 0 and abs(coupled[n] - q[n]) > 1e-12:
+                ov[n] = float(q[n])
 
     @property
     def joint_values(self) -> np.ndarray:
-        return kinematics.joint_values(self.description, self._world.state.dofs[self.index])
+        """Joint values (nj,): from the DOFs through their coupling, then any overrides."""
+        return self._world.joint_values(self.index)
 
     @property
     def base_pose(self) -> np.ndarray:
@@ -188,10 +212,15 @@ class World:
         pi, pl, X_LB = inst.mount
         return self.link_poses(pi)[pl] @ X_LB
 
-    def link_poses(self, ri: int) -> np.ndarray:
+    def joint_values(self, ri: int) -> np.ndarray:
         inst = self.description.robots[ri]
         q = kinematics.joint_values(inst.robot, self.state.dofs[ri])
-        return kinematics.forward_kinematics(inst.robot, q, self.base_pose(ri))
+        for n, v in self.state.joint_overrides[ri].items():
+            q[n] = v
+        return q
+
+    def link_poses(self, ri: int) -> np.ndarray:
+        return kinematics.forward_kinematics(self.description.robots[ri].robot, self.joint_values(ri), self.base_pose(ri))
 
     def body_poses(self) -> np.ndarray:
         """(N, 4, 4) world poses of every body in :attr:`table` order (links first, then bodies)."""

@@ -308,13 +308,12 @@ class Simulator:
         return X[:, :3, 3] + np.einsum("nij,nj->ni", X[:, :3, :3], self._com_L_all)
 
     def _world_joint_values(self) -> np.ndarray:
-        from ..kinematics import joint_values as kjv
         out = np.zeros(len(self.js))
+        per_robot = [self.world.joint_values(ri) for ri in range(len(self.world.description.robots))]
         for n in range(len(self.js)):
             ri, loc = self.js.robot[n], self.js.local[n]
             if ri >= 0:
-                inst = self.world.description.robots[ri]
-                out[n] = kjv(inst.robot, self.world.state.dofs[ri])[loc]
+                out[n] = per_robot[ri][loc]
         return out
 
     def _dof_values(self, jq: np.ndarray, offsets: bool = True) -> np.ndarray:

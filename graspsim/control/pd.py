@@ -1,0 +1,94 @@
+"""PD joint control: a controller object the simulator calls every step (no globals).
+
+``PDController`` holds, per robot, a trajectory of DOF set points and turns it into a
+:class:`~graspsim.dynamics.DriveCommand` with the model's Kp, Kd and effort limits (overridable).
+An optional ``feedforward(sim, robot, q, qd, qdd) -> tau`` adds computed torques.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..dynamics.drives import DriveCommand
+from .trajectory import JointTrajectory, cartesian_line, joint_trajectory
+
+
+class PDController:
+    """Tracks per-robot DOF trajectories with effort-limited PD drives.
+
+    ``sim`` is the :class:`~graspsim.Simulator` whose DOFs are controlled.  Initially every robot
+    holds the DOF values it starts with.
+    """
+
+    def __init__(self, sim, *, kp=None, kd=None, effort=None, feedforward: Callable | None = None):
+        self.sim = sim
+        ds = sim.ds
+        self.kp = ds.kp.copy() if kp is None else np.broadcast_to(np.asarray(kp, float), ds.kp.shape).copy()
+        self.kd = ds.kd.copy() if kd is None else np.broadcast_to(np.asarray(kd, float), ds.kd.shape).copy()
+        self.effort = ds.effort.copy() if effort is None else np.broadcast_to(np.asarray(effort, float), ds.effort.shape).copy()
+        self.feedforward = feedforward
+        q = sim.dof_values()
+        self.trajectories: dict[int, JointTrajectory] = {}
+        for ri, sl in enumerate(ds.robot_slices):
+            self.trajectories[ri] = JointTrajectory(sim.time, 0.0, q[sl].copy(), q[sl].copy())
+
+    def _robot(self, robot: str) -> int:
+        idx = self.sim.world.description.robot_index
+        if robot not in idx:
+            raise KeyError(f"no robot '{robot}'; robots: {', '.join(idx)}")
+        return idx[robot]
+
+    def set_gains(self, robot: str, dof: str, *, kp=None, kd=None, effort=None) -> None:
+        ri = self._robot(robot)
+        d = self.sim.ds.robot_slices[ri].start + self.sim.world.description.robots[ri].robot.dof_index[dof]
+        if kp is not None:
+            self.kp[d] = kp
+        if kd is not None:
+            self.kd[d] = kd
+        if effort is not None:
+            self.effort[d] = effort
+
+    def move_to(self, robot: str, target, *, duration: float | None = None) -> JointTrajectory:
+        """Start a quintic move of ``robot``'s DOFs to ``target`` (array or {dof: value})."""
+        ri = self._robot(robot)
+        inst = self.sim.world.description.robots[ri]
+        sl = self.sim.ds.robot_slices[ri]
+        q_now, _, _ = self.trajectories[ri](self.sim.time)
+        q1 = q_now.copy()
+        if isinstance(target, dict):
+            for k, v in target.items():
+                q1[inst.robot.dof_index[k]] = v
+        else:
+            q1 = np.asarray(target, float).reshape(q_now.shape)
+        traj = joint_trajectory(q_now, q1, inst.robot.dof_limits, self.sim.ds.velocity[sl], t0=self.sim.time,
+                                duration=duration, names=inst.robot.dof_names)
+        self.trajectories[ri] = traj
+        return traj
+
+    def move_line(self, robot: str, X_target: np.ndarray, *, duration: float, X_LE: np.ndarray | None = None,
+                  link: int | None = None) -> JointTrajectory:
+        """Start a straight-line Cartesian move of ``robot``'s end effector (or frame E on ``link``)."""
+        ri = self._robot(robot)
+        inst = self.sim.world.description.robots[ri]
+        q_now, _, _ = self.trajectories[ri](self.sim.time)
+        X_WB = self.sim.world.base_pose(ri)
+        traj = cartesian_line(inst.robot, q_now, X_target, duration=duration, X_WB=X_WB, link=link, X_LE=X_LE,
+                              t0=self.sim.time)
+        self.trajectories[ri] = traj
+        return traj
+
+    def done(self, robot: str | None = None) -> bool:
+        t = self.sim.time
+        ris = self.trajectories if robot is None else [self._robot(robot)]
+        return all(t >= self.trajectories[ri].t_end for ri in ris)
+
+    def command(self, sim) -> DriveCommand:
+        nd = len(sim.ds)
+        q_ref, qd_ref, tau = np.zeros(nd), np.zeros(nd), np.zeros(nd)
+        for ri, sl in enumerate(sim.ds.robot_slices):
+            q, qd, qdd = self.trajectories[ri](sim.time)
+            q_ref[sl], qd_ref[sl] = q, qd
+            if self.feedforward is not None:
+                tau[sl] = self.feedforward(sim, ri, q, qd, qdd)
+        return DriveCommand(q_ref, qd_ref, self.kp, self.kd, tau, self.effort)

@@ -1,0 +1,120 @@
+"""Smooth trajectories: per-DOF quintic profiles and straight Cartesian lines through IK.
+
+Quintic time scaling ``s(t) = 10 x^3 - 15 x^4 + 6 x^5`` (x = t / T) starts and ends with zero
+velocity and zero acceleration, so the reference is continuous in position, velocity and
+acceleration.  Units: rad or m, seconds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kinematics, spatial
+from ..model.description import Robot
+
+__all__ = ["quintic", "JointTrajectory", "joint_trajectory", "cartesian_line", "TrajectoryError"]
+
+
+class TrajectoryError(ValueError):
+    """A requested trajectory would leave the joint limits or cannot be followed (IK failure)."""
+
+
+def quintic(x: np.ndarray | float):
+    """Quintic time scaling: (s, ds/dx, d2s/dx2) for x clipped to [0, 1]."""
+    x = np.clip(x, 0.0, 1.0)
+    s = x ** 3 * (10 - 15 * x + 6 * x * x)
+    ds = 30 * x * x * (1 - x) ** 2
+    dds = 60 * x * (1 - x) * (1 - 2 * x)
+    return s, ds, dds
+
+
+@dataclass
+class JointTrajectory:
+    """Piecewise trajectory over DOFs: samples ``q (n, ndof)`` at times ``t (n,)``, or a quintic
+    segment from ``q0`` to ``q1`` over ``[t0, t0 + duration]``."""
+
+    t0: float
+    duration: float
+    q0: np.ndarray
+    q1: np.ndarray
+    samples_t: np.ndarray | None = None
+    samples_q: np.ndarray | None = None
+
+    @property
+    def t_end(self) -> float:
+        return self.t0 + self.duration
+
+    def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Reference (q, qd, qdd) at time ``t`` (s)."""
+        if self.samples_t is not None:
+            ts, qs = self.samples_t, self.samples_q
+            if t <= ts[0]:
+                return qs[0].copy(), np.zeros(qs.shape[1]), np.zeros(qs.shape[1])
+            if t >= ts[-1]:
+                return qs[-1].copy(), np.zeros(qs.shape[1]), np.zeros(qs.shape[1])
+            i = int(np.searchsorted(ts, t)) - 1
+            f = (t - ts[i]) / (ts[i + 1] - ts[i])
+            q = qs[i] + f * (qs[i + 1] - qs[i])
+            qd = (qs[i + 1] - qs[i]) / (ts[i + 1] - ts[i])
+            return q, qd, np.zeros_like(q)
+        if self.duration <= 0:
+            return self.q1.copy(), np.zeros_like(self.q1), np.zeros_like(self.q1)
+        s, ds, dds = quintic((t - self.t0) / self.duration)
+        dq = self.q1 - self.q0
+        return self.q0 + s * dq, ds / self.duration * dq, dds / self.duration ** 2 * dq
+
+
+def joint_trajectory(q0, q1, limits: np.ndarray, speeds, *, t0: float = 0.0, duration: float | None = None,
+                     names=None) -> JointTrajectory:
+    """A quintic move from ``q0`` to ``q1`` whose duration follows the DOF speeds.
+
+    The quintic's peak velocity is 1.875 |dq| / T, so T = 1.875 max(|dq_i| / speed_i) keeps every
+    DOF at or below its speed.  Targets outside ``limits`` (ndof, 2) raise :class:`TrajectoryError`.
+    """
+    q0, q1 = np.asarray(q0, float), np.asarray(q1, float)
+    lo, hi = limits[:, 0], limits[:, 1]
+    bad = np.flatnonzero((q1 < lo - 1e-9) | (q1 > hi + 1e-9))
+    if len(bad):
+        nm = (lambda i: names[i]) if names is not None else (lambda i: f"dof {i}")
+        raise TrajectoryError("target outside the joint limits: " + "; ".join(
+            f"{nm(i)} = {q1[i]:.4g} not in [{lo[i]:.4g}, {hi[i]:.4g}]" for i in bad))
+    if duration is None:
+        sp = np.abs(np.asarray(speeds, float))
+        sp = np.where(sp > 0, sp, 0.5)
+        duration = 1.875 * float(np.max(np.abs(q1 - q0) / sp)) if len(q0) else 0.0
+    return JointTrajectory(t0, float(duration), q0, q1)
+
+
+def cartesian_line(robot: Robot, dofs0: np.ndarray, X_target: np.ndarray, *, duration: float,
+                   X_WB: np.ndarray | None = None, link: int | None = None, X_LE: np.ndarray | None = None,
+                   t0: float = 0.0, dt: float = 0.01) -> JointTrajectory:
+    """A straight line (position lerp, orientation slerp, quintic timing) of the frame E on ``link``
+    from its current pose to ``X_target``, sampled every ``dt`` s and turned into DOF set points by
+    IK (each sample seeded with the previous one).  Raises :class:`TrajectoryError` if a sample is
+    unreachable within the joint limits."""
+    if link is None:
+        link = robot.joints[-1].child
+    X_LE = np.eye(4) if X_LE is None else X_LE
+    q = np.asarray(dofs0, dtype=float).copy()
+    X0 = kinematics.forward_kinematics(robot, kinematics.joint_values(robot, q), X_WB)[link] @ X_LE
+    p0, p1 = X0[:3, 3], X_target[:3, 3]
+    r0, r1 = spatial.matrix_to_quat(X0[:3, :3]), spatial.matrix_to_quat(X_target[:3, :3])
+    n = max(2, int(np.ceil(duration / dt)) + 1)
+    ts = np.linspace(0.0, duration, n)
+    qs = np.empty((n, len(q)))
+    for i, t in enumerate(ts):
+        s = quintic(t / duration)[0] if duration > 0 else 1.0
+        X = spatial.transform(spatial.quat_to_matrix(spatial.slerp(r0, r1, s)), p0 + s * (p1 - p0))
+        res = kinematics.inverse_kinematics(robot, X, link=link, X_WB=X_WB, dofs0=q, X_LE=X_LE, restarts=0,
+                                            tol_position=1e-7, tol_rotation=1e-6)
+        if not res.success:
+            raise TrajectoryError(f"Cartesian line of robot '{robot.name}' leaves its reachable workspace at "
+                                  f"t = {t:.3f} s (IK residual {res.position_error * 1e3:.3f} mm, "
+                                  f"{np.degrees(res.rotation_error):.3f} deg) within the joint limits")
+        if i and np.max(np.abs(res.dofs - q)) > 0.5:
+            raise TrajectoryError(f"Cartesian line of robot '{robot.name}' needs a joint jump of "
+                                  f"{np.max(np.abs(res.dofs - q)):.2f} rad at t = {t:.3f} s (singularity or limit)")
+        q = res.dofs
+        qs[i] = q
+    return JointTrajectory(t0, duration, qs[0], qs[-1], ts + t0, qs)
