@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
+from scipy.linalg.lapack import dpotrf, dpotrs
 
 from ..errors import SimulationError
 
@@ -49,7 +49,7 @@ def project_positions(Minv: np.ndarray, Jh: np.ndarray, err: np.ndarray) -> np.n
     W = _blockmul(Minv, Jh)
     A = Jh.T @ W
     A[np.diag_indices(len(A))] += 1e-12 * max(1.0, float(np.abs(A).max()))
-    return W @ sla.solve(A, -err, assume_a="pos", check_finite=False)
+    return W @ _cho_solve(_chol(A), -err)
 
 
 @dataclass
@@ -60,6 +60,19 @@ class IslandSolution:
     lcp_size: int
     pivots: int
     regularized: float         # diagonal added to solve (0 if none)
+
+
+def _chol(A: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor via LAPACK (no argument checking: A is ours and finite)."""
+    L, info = dpotrf(A, lower=1, clean=0, overwrite_a=0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"matrix not positive definite (dpotrf info {info})")
+    return L
+
+
+def _cho_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
+    x, info = dpotrs(L, B, lower=1, overwrite_b=0)
+    return x
 
 
 def _blockmul(Minv: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -80,12 +93,12 @@ def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
         A = p.Je.T @ W
         A[np.diag_indices(ne)] += p.comp_e
         try:
-            cf = sla.cho_factor(A, check_finite=False)
+            cf = _chol(A)
         except np.linalg.LinAlgError:
             # redundant joint rows (e.g. a closed loop of fixed joints): tiny regularisation
             A[np.diag_indices(ne)] += 1e-12 * max(1.0, np.abs(A).max())
-            cf = sla.cho_factor(A, check_finite=False)
-        c_free = sla.cho_solve(cf, p.eps_e - p.Je.T @ p.a_over_M, check_finite=False)
+            cf = _chol(A)
+        c_free = _cho_solve(cf, p.eps_e - p.Je.T @ p.a_over_M)
         v_free = p.a_over_M + W @ c_free
     else:
         W = None
@@ -102,7 +115,7 @@ def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
     G = H.T @ Y
     if ne:
         WH = W.T @ H                                          # J^T M^-1 H
-        G -= WH.T @ sla.cho_solve(cf, WH, check_finite=False)
+        G -= WH.T @ _cho_solve(cf, WH)
     m = nl + nfr + (nc if nfr else 0)
     Mlcp = np.zeros((m, m))
     Mlcp[:nl + nfr, :nl + nfr] = G
@@ -134,7 +147,7 @@ def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
     Hz = H @ z[:nl + nfr]
     dv = _blockmul(p.Minv, Hz)
     if ne:
-        c_extra = -sla.cho_solve(cf, W.T @ Hz, check_finite=False)
+        c_extra = -_cho_solve(cf, W.T @ Hz)
         dv = dv + W @ c_extra
         c_e = c_free + c_extra
     else:

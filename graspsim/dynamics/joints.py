@@ -16,7 +16,7 @@ import numpy as np
 from .. import spatial
 from ..model.bodies import BodyTable
 from ..model.description import FIXED, PRISMATIC, REVOLUTE, World
-from .rows import Rows, angular_row, linear_row
+from .rows import Rows, cross, angular_row, linear_row
 
 KIND_CODE = {REVOLUTE: 0, PRISMATIC: 1, FIXED: 2}
 
@@ -71,9 +71,9 @@ class DofSet:
 
 def _perp(axis: np.ndarray) -> np.ndarray:
     a = axis / np.linalg.norm(axis)
-    u = np.cross(a, np.eye(3)[int(np.argmin(np.abs(a)))])
+    u = cross(a, np.eye(3)[int(np.argmin(np.abs(a)))])
     u /= np.linalg.norm(u)
-    return np.stack([u, np.cross(a, u)])
+    return np.stack([u, cross(a, u)])
 
 
 def build_joint_sets(world: World, table: BodyTable) -> tuple[JointSet, DofSet]:
@@ -227,7 +227,7 @@ def equality_rows(js: JointSet, F: JointFrames, slot: np.ndarray, com_W: np.ndar
                 d = F.perp[idx, k]
                 # axis misalignment: a x a_c projected on the perpendicular
                 a_c = np.einsum("nij,nj->ni", F.R_c[idx], js.axis[idx])
-                err = np.einsum("ni,ni->n", np.cross(F.axis[idx], a_c), d)
+                err = np.einsum("ni,ni->n", cross(F.axis[idx], a_c), d)
                 blocks.append(_pair_rows(angular_row(d), angular_row(d), ps, cs, err))
         elif code == 1:    # prismatic: angular x, y, z; linear along the two perpendiculars
             for k in range(3):
@@ -270,9 +270,9 @@ def joint_wrenches(js: JointSet, F: JointFrames, tau: np.ndarray, com_W: np.ndar
     if np.any(pri):
         o = F.o[nz][pri]
         w_child[pri, :3] = a[pri]
-        w_child[pri, 3:] = np.cross(o - com_W[js.child[nz][pri]], a[pri])
+        w_child[pri, 3:] = cross(o - com_W[js.child[nz][pri]], a[pri])
         w_parent[pri, :3] = -a[pri]
-        w_parent[pri, 3:] = -np.cross(o - com_W[js.parent[nz][pri]], a[pri])
+        w_parent[pri, 3:] = -cross(o - com_W[js.parent[nz][pri]], a[pri])
     cs = slot[js.child[nz]]
     ps = slot[js.parent[nz]]
     np.add.at(out, np.where(cs < 0, nbodies, cs), w_child)

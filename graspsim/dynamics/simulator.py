@@ -34,7 +34,7 @@ from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
 from .joints import (build_joint_sets, equality_rows, joint_frames, joint_values, joint_wrenches, rate_rows,
                      rows_apply)
-from .rows import Rows, linear_row
+from .rows import Rows, cross, linear_row
 
 REV_LIMIT_TOL = np.radians(0.1)   # joint-limit search tolerance, revolute (rad)
 PRI_LIMIT_TOL = 1e-4              # prismatic (m)
@@ -101,6 +101,9 @@ class Simulator:
         self.js, self.ds = build_joint_sets(desc, self.table)
         self.profile = profile
         self.project_joints = project_joints
+        self._all_joints = np.arange(len(self.js))
+        self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
+        self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
         if lemke is None:
             from ..lcp import lemke as _lemke
             lemke = _lemke
@@ -202,7 +205,7 @@ class Simulator:
         com = X[:3, :3] @ self.table.com[i] + X[:3, 3]
         f = np.asarray(force_W, dtype=float)
         self._ext[s, :3] += f
-        self._ext[s, 3:] += np.cross(np.asarray(point_W, float) - com, f)
+        self._ext[s, 3:] += cross(np.asarray(point_W, float) - com, f)
 
     def sync_world(self) -> None:
         """Write the simulated state back into the world (DOF values and object poses)."""
@@ -252,6 +255,10 @@ class Simulator:
         com_W = self._com_world(X)
         F = joint_frames(self.js, X)
         jq = joint_values(self.js, F, previous=s.joint_q)
+        st = self._structure(s.broken)
+        rate = rate_rows(self.js, F, self._all_joints, self.bodies.slot, com_W)   # one row per joint
+        rate_ext = Rows.concat([rate, Rows(-np.ones((1, 2), np.int64), np.zeros((1, 2, 6)), np.zeros(1))])
+        rates = rows_apply(rate, s.v)
         # 5: friction coefficient per contact (eq. 13)
         mu = self._friction_coefficients(contacts, s.v, com_W)
         # 6: external forces: gravity and gyroscopic
@@ -260,35 +267,36 @@ class Simulator:
         k = self._external_forces(s.v, I_W)
         # 7: control forces (explicit part) and drive rows (implicit PD part)
         cmd = controller.command(self) if controller is not None else None
-        tau_joint, drive_rows = self._control(cmd, jq, F, com_W, h, s)
-        # 8: joint friction (Coulomb explicit, viscous as implicit damping rows)
-        tau_joint += self._joint_coulomb(F, com_W, s.v)
-        damp_rows = self._viscous_rows(F, com_W, h)
+        tau_joint, drive_rows = self._control(cmd, st, jq, rates, rate_ext, h)
+        # 8: joint friction (eq. 14): Coulomb explicit, viscous as implicit damping rows
+        tau_joint -= self.js.coulomb * np.sign(rates)
+        damp_rows = self._viscous_rows(rate_ext, h)
         k += joint_wrenches(self.js, F, tau_joint, com_W, len(self.bodies), self.bodies.slot)
         # constraint rows: joints (eq. 7, 16), coupled DOFs, joint limits (eq. 9), contacts (eq. 3-6)
         eq = equality_rows(self.js, F, self.bodies.slot, com_W)
-        eq.rhs = -self.gamma * eq.rhs / h
-        coup = self._coupling_rows(F, com_W, jq, h, s)
+        coup = self._coupling_rows(st, rate_ext, jq, s)
         hard = Rows.concat([eq, coup])
+        hard_err = hard.rhs.copy()                       # position errors (m, rad)
+        hard.rhs = -self.gamma * hard_err / h            # eq. (16)
         soft = Rows.concat([drive_rows, damp_rows])
-        limits = self._limit_rows(F, com_W, jq, h, s)
+        limits = self._limit_rows(st, rate_ext, jq, h)
         normals, frictions = self._contact_rows(contacts, com_W, h)
         if tm is not None:
             tm["assembly"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
         # 9: islands
         labels, n_isl = self._islands(contacts)
         # 10: per island: free step, equality system or mixed LCP
-        v_new, impulses, info = self._solve_islands(labels, n_isl, s.v, k, I_W, R, h_eff, hard, soft, limits,
-                                                    normals, frictions, mu, contacts)
+        v_new, impulses, info = self._solve_islands(labels, n_isl, s.v, k, I_W, R, h_eff, hard, hard_err, soft,
+                                                    limits, normals, frictions, mu, contacts)
         if tm is not None:
             tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
         if not (np.all(np.isfinite(v_new)) and np.all(np.isfinite(c1)) and np.all(np.isfinite(q1))):
             raise SimulationError(f"non-finite state after the step at t = {s.time:.6f} s "
                                   f"(h = {h_eff:.3g} s); the state before the step is kept")
         # post-stabilisation of the joints: project the new positions back onto the constraints
-        c1, q1 = self._project(c1, q1, labels, n_isl)
+        c1, q1 = self._displace(c1, q1, info.pop("dx"))
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
-        broken, lock = self._update_breakaway(info.pop("coupling_impulse"), h_eff, jq, cmd, s)
+        broken, lock = self._update_breakaway(st, info.pop("hard_impulse")[len(eq):], h_eff, jq, cmd, s)
         self.state = SimState(s.time + h_eff, c1, q1, v_new, jq, broken, lock, s.steps + 1)
         self._ext[:] = 0.0
         self.info = StepInfo(h=h_eff, fraction=frac, contacts=contacts, contact_impulse=impulses,
@@ -317,16 +325,64 @@ class Simulator:
         return out
 
     def _dof_values(self, jq: np.ndarray, offsets: bool = True) -> np.ndarray:
-        out = np.zeros(len(self.ds))
-        for d in range(len(self.ds)):
-            jidx, rat, off = self.ds.joints[d], self.ds.ratios[d], self.ds.offsets[d]
-            if self.state.broken[d] and len(jidx) > 1:
-                j, r, o = jidx[-1], rat[-1], off[-1]
-                out[d] = (jq[j] - (o if offsets else 0.0)) / r
-            else:
-                vals = jq[jidx] - (off if offsets else 0.0)
-                out[d] = float(rat @ vals) / float(rat @ rat)
-        return out
+        """DOF values (or rates, ``offsets=False``) from joint values: least squares over the coupled
+        joints (exact when the coupling holds); a broken-away DOF reads its distal joint."""
+        st = self._structure(self.state.broken)
+        return st.P @ (jq - self._joint_offsets if offsets else jq)
+
+    def _structure(self, broken: np.ndarray):
+        """Index arrays that depend only on which DOFs have broken away (cached per pattern)."""
+        key = tuple(bool(b) for b in broken)
+        cache = self.__dict__.setdefault("_structure_cache", {})
+        if key in cache:
+            return cache[key]
+        ds, js = self.ds, self.js
+        nd, nj = len(ds), len(js)
+        maxj = max([len(j) for j in ds.joints] + [1])
+        P = np.zeros((nd, nj))
+        drive_idx = np.full((nd, maxj), nj)
+        drive_w = np.zeros((nd, maxj))
+        c_idx, c_coef, c_kappa, c_dof, c_lock = [], [], [], [], []
+        limit_cand = (js.kind != 2) & np.isfinite(js.limits).any(axis=1)
+        for d in range(nd):
+            jidx, rat, off = ds.joints[d], ds.ratios[d], ds.offsets[d]
+            brk = key[d] and len(jidx) > 1
+            use, r_use = (jidx[-1:], rat[-1:]) if brk else (jidx, rat)
+            w = r_use / float(r_use @ r_use)    # virtual work: tau_j = r_j tau / sum r^2
+            P[d, use] = w
+            drive_idx[d, :len(use)] = use
+            drive_w[d, :len(use)] = w
+            if len(jidx) > 1:
+                governing = jidx[-1] if brk else jidx[0]
+                for j in jidx:
+                    if j != governing:
+                        limit_cand[j] = False
+                if brk:    # hold the proximal joint where it broke away
+                    c_idx.append([jidx[0], nj]); c_coef.append([1.0, 0.0]); c_kappa.append(np.nan)
+                    c_dof.append(d); c_lock.append(True)
+                else:      # rate_k - rho rate_0 = 0 (with error correction)
+                    for k in range(1, len(jidx)):
+                        rho = rat[k] / rat[0]
+                        c_idx.append([jidx[k], jidx[0]]); c_coef.append([1.0, -rho])
+                        c_kappa.append(off[k] - rho * off[0]); c_dof.append(d); c_lock.append(False)
+
+        class S:
+            pass
+        S.P, S.drive_idx, S.drive_w = P, drive_idx, drive_w
+        S.c_idx = np.array(c_idx, dtype=np.int64).reshape(-1, 2)
+        S.c_coef = np.array(c_coef).reshape(-1, 2)
+        S.c_kappa, S.c_dof, S.c_lock = np.array(c_kappa), np.array(c_dof, dtype=np.int64), np.array(c_lock, bool)
+        S.limit_cand = np.flatnonzero(limit_cand)
+        cache[key] = S
+        return S
+
+    @staticmethod
+    def _gather(rate_ext: Rows, idx: np.ndarray, coef: np.ndarray, rhs: np.ndarray, comp=None) -> Rows:
+        """Rows that are linear combinations sum_m coef[r, m] * (rate row idx[r, m])."""
+        r, m = idx.shape
+        bodies = rate_ext.bodies[idx].reshape(r, 2 * m)
+        jac = (rate_ext.jac[idx] * coef[:, :, None, None]).reshape(r, 2 * m, 6)
+        return Rows(bodies, jac, rhs, comp)
 
     def _collision_model(self):
         if self._collision is None:
@@ -353,7 +409,7 @@ class Simulator:
 
     def _limit_fraction(self, s, c1, q1, h) -> float:
         js = self.js
-        cand = self._limit_candidates(s)
+        cand = self._structure(s.broken).limit_cand
         if not len(cand):
             return 1.0
 
@@ -384,19 +440,6 @@ class Simulator:
                 hi_f = mid
         return lo_f
 
-    def _limit_candidates(self, s: SimState) -> np.ndarray:
-        """Joints whose limits are enforced: free joints and the governing joint of each DOF."""
-        js = self.js
-        cand = (js.kind != 2) & np.isfinite(js.limits).any(axis=1)
-        for d in range(len(self.ds)):
-            jidx = self.ds.joints[d]
-            if len(jidx) > 1:
-                governing = jidx[-1] if s.broken[d] else jidx[0]
-                for j in jidx:
-                    if j != governing:
-                        cand[j] = False
-        return np.flatnonzero(cand)
-
     def _friction_coefficients(self, contacts, v, com_W) -> np.ndarray:
         if contacts is None:
             return np.zeros(0)
@@ -416,93 +459,58 @@ class Simulator:
     def _point_velocity(self, tab_idx, points, v, com_W) -> np.ndarray:
         sl = self.bodies.slot[tab_idx]
         vv = np.concatenate([v, np.zeros((1, 6))])[np.where(sl < 0, len(v), sl)]
-        return vv[:, :3] + np.cross(vv[:, 3:], points - com_W[tab_idx])
+        return vv[:, :3] + cross(vv[:, 3:], points - com_W[tab_idx])
 
     def _external_forces(self, v: np.ndarray, I_W: np.ndarray) -> np.ndarray:
         k = np.zeros((len(self.bodies), 6))
         k[:, :3] = self.bodies.mass[:, None] * self.gravity
         w = v[:, 3:]
-        k[:, 3:] = -np.cross(w, np.einsum("nij,nj->ni", I_W, w))   # gyroscopic
+        k[:, 3:] = -cross(w, np.einsum("nij,nj->ni", I_W, w))   # gyroscopic
         return k + self._ext
 
-    def _control(self, cmd: DriveCommand | None, jq, F, com_W, h, s: SimState):
-        """Explicit joint torques (nj,) and implicit PD drive rows (step 7)."""
-        nj = len(self.js)
-        tau = np.zeros(nj)
+    def _control(self, cmd: DriveCommand | None, st, jq, rates, rate_ext: Rows, h):
+        """Step 7: explicit joint torques (nj,) and the implicit PD drive rows."""
         if cmd is None:
-            return tau, Rows.empty()
-        ds = self.ds
-        q = self._dof_values(jq)
-        rates_all = rows_apply(rate_rows(self.js, F, np.arange(nj), self.bodies.slot, com_W), s.v)
-        qd = self._dof_values(rates_all, offsets=False)
+            return np.zeros(len(self.js)), Rows.empty()
+        tau = np.zeros(len(self.js) + 1)     # the last entry absorbs the padding of drive_idx
+        q = st.P @ (jq - self._joint_offsets)
+        qd = st.P @ rates
         est = cmd.tau_ff + cmd.kp * (cmd.q_ref - q) + cmd.kd * (cmd.qd_ref - qd)
-        effort = np.minimum(cmd.effort, ds.effort) if cmd.effort is not None else ds.effort
+        effort = np.minimum(cmd.effort, self.ds.effort)
         saturated = np.abs(est) >= effort
         tau_dof = np.where(saturated, np.clip(est, -effort, effort), np.clip(cmd.tau_ff, -effort, effort))
-        # explicit part: DOF torque shared by its joints in proportion to their ratios (virtual work:
-        # tau_j = r_j tau / sum r^2); a broken-away DOF drives its distal joint alone
-        blocks = []
-        for d in range(len(ds)):
-            jidx, rat = ds.joints[d], ds.ratios[d]
-            if s.broken[d] and len(jidx) > 1:
-                jidx, rat = jidx[-1:], rat[-1:]
-            wts = rat / float(rat @ rat)
-            tau[jidx] += wts * tau_dof[d]
-            c = h * cmd.kp[d] + cmd.kd[d]
-            if saturated[d] or c <= 0:
-                continue
-            # implicit PD as a soft row on the DOF rate s = sum wts_j rate_j:
-            #   s+ + C lambda = eps,  C = 1/(h c),  eps = (kp (q_ref - q) + kd qd_ref) / c,  c = h kp + kd
-            r = rate_rows(self.js, F, jidx, self.bodies.slot, com_W, scale=wts)
-            blocks.append(Rows(r.bodies.reshape(1, -1), r.jac.reshape(1, -1, 6),
-                               np.array([(cmd.kp[d] * (cmd.q_ref[d] - q[d]) + cmd.kd[d] * cmd.qd_ref[d]) / c]),
-                               np.array([1.0 / (h * c)])))
-        return tau, Rows.concat(blocks)
+        # DOF torque shared by its joints in proportion to their ratios (virtual work)
+        np.add.at(tau, st.drive_idx.ravel(), (st.drive_w * tau_dof[:, None]).ravel())
+        tau = tau[:-1]
+        # implicit PD as a soft row on the DOF rate s = sum w_j rate_j:
+        #   s+ + C lambda = eps,  C = 1/(h c),  eps = (kp (q_ref - q) + kd qd_ref) / c,  c = h kp + kd
+        c = h * cmd.kp + cmd.kd
+        act = np.flatnonzero(~saturated & (c > 0))
+        if not len(act):
+            return tau, Rows.empty()
+        eps = (cmd.kp[act] * (cmd.q_ref[act] - q[act]) + cmd.kd[act] * cmd.qd_ref[act]) / c[act]
+        return tau, self._gather(rate_ext, st.drive_idx[act], st.drive_w[act], eps, 1.0 / (h * c[act]))
 
-    def _joint_coulomb(self, F, com_W, v) -> np.ndarray:
-        js = self.js
-        tau = np.zeros(len(js))
-        idx = np.flatnonzero(js.coulomb > 0)
-        if len(idx):
-            rates = rows_apply(rate_rows(js, F, idx, self.bodies.slot, com_W), v)
-            tau[idx] = -js.coulomb[idx] * np.sign(rates)     # eq. (14), Coulomb part
-        return tau
-
-    def _viscous_rows(self, F, com_W, h) -> Rows:
-        idx = np.flatnonzero(self.js.viscous > 0)
+    def _viscous_rows(self, rate_ext: Rows, h) -> Rows:
+        idx = self._viscous_idx
         if not len(idx):
             return Rows.empty()
-        r = rate_rows(self.js, F, idx, self.bodies.slot, com_W)
-        keep = np.any(r.bodies >= 0, axis=1)
-        r.comp = 1.0 / (h * self.js.viscous[idx])       # eq. (14), viscous part, implicit
-        return r.select(keep)
+        # eq. (14), viscous part, applied implicitly: rate+ + C lambda = 0 with C = 1 / (h c)
+        return self._gather(rate_ext, idx[:, None], np.ones((len(idx), 1)), np.zeros(len(idx)),
+                            1.0 / (h * self.js.viscous[idx]))
 
-    def _coupling_rows(self, F, com_W, jq, h, s: SimState) -> Rows:
-        """Coupled joints of one DOF: rate_j - rho rate_1 = -gamma (error) / h; a broken-away DOF
-        instead holds its proximal joint where it broke."""
-        blocks = []
-        for d in range(len(self.ds)):
-            jidx, rat, off = self.ds.joints[d], self.ds.ratios[d], self.ds.offsets[d]
-            if len(jidx) < 2:
-                continue
-            if s.broken[d]:
-                r = rate_rows(self.js, F, jidx[:1], self.bodies.slot, com_W)
-                r.rhs = np.array([-self.gamma * (jq[jidx[0]] - s.lock[d]) / h])
-                blocks.append(r)
-                continue
-            for k in range(1, len(jidx)):
-                rho = rat[k] / rat[0]
-                kappa = off[k] - rho * off[0]
-                r1 = rate_rows(self.js, F, jidx[k:k + 1], self.bodies.slot, com_W)
-                r0 = rate_rows(self.js, F, jidx[:1], self.bodies.slot, com_W, scale=np.array([-rho]))
-                err = jq[jidx[k]] - rho * jq[jidx[0]] - kappa
-                blocks.append(Rows(np.concatenate([r1.bodies, r0.bodies], 1), np.concatenate([r1.jac, r0.jac], 1),
-                                   np.array([-self.gamma * err / h])))
-        return Rows.concat(blocks)
+    def _coupling_rows(self, st, rate_ext: Rows, jq, s: SimState) -> Rows:
+        """Coupled joints of one DOF: rate_k - rho rate_0 = 0 (rhs = position error); a broken-away
+        DOF instead holds its proximal joint where it broke (rhs = its drift)."""
+        if not len(st.c_idx):
+            return Rows.empty()
+        jq_ext = np.concatenate([jq, [0.0]])
+        err = np.einsum("rm,rm->r", st.c_coef, jq_ext[st.c_idx]) - np.where(st.c_lock, s.lock[st.c_dof], st.c_kappa)
+        return self._gather(rate_ext, st.c_idx, st.c_coef, err)
 
-    def _limit_rows(self, F, com_W, jq, h, s: SimState) -> Rows:
+    def _limit_rows(self, st, rate_ext: Rows, jq, h) -> Rows:
         js = self.js
-        cand = self._limit_candidates(s)
+        cand = st.limit_cand
         if not len(cand):
             return Rows.empty()
         tol = np.where(js.kind[cand] == 0, 2 * REV_LIMIT_TOL, 2 * PRI_LIMIT_TOL)
@@ -514,10 +522,9 @@ class Simulator:
             return Rows.empty()
         sign = np.concatenate([np.ones(at_lo.sum()), -np.ones(at_hi.sum())])
         margin = np.concatenate([q[at_lo] - lo[at_lo], hi[at_hi] - q[at_hi]])
-        r = rate_rows(js, F, idx, self.bodies.slot, com_W, scale=sign)
-        r.rhs = self.gamma * np.minimum(margin, 0.0) / h      # w = +-rate + b >= 0; pushes back when beyond
-        keep = np.any(r.bodies >= 0, axis=1)
-        return r.select(keep)
+        # w = +-rate + b >= 0 (eq. 9); b < 0 pushes the joint back when it is beyond the limit
+        r = self._gather(rate_ext, idx[:, None], sign[:, None], self.gamma * np.minimum(margin, 0.0) / h)
+        return r.select(np.any(r.bodies >= 0, axis=1))
 
     def _contact_rows(self, contacts, com_W, h) -> tuple[Rows, Rows]:
         if contacts is None:
@@ -560,7 +567,7 @@ class Simulator:
         uniq, lab = np.unique(roots, return_inverse=True)
         return lab[self._comp] if nb else np.zeros(0, int), len(uniq)
 
-    def _solve_islands(self, labels, n_isl, v, k, I_W, R, h, hard: Rows, soft: Rows, limits: Rows,
+    def _solve_islands(self, labels, n_isl, v, k, I_W, R, h, hard: Rows, hard_err, soft: Rows, limits: Rows,
                        normals: Rows, frictions: Rows, mu, contacts):
         nb = len(self.bodies)
         v_new = np.empty_like(v)
@@ -580,7 +587,8 @@ class Simulator:
         comp_soft = soft.compliance()
         k_contacts = len(normals)
         impulses = np.zeros((k_contacts, 3))
-        coupling_impulse = {}
+        hard_impulse = np.zeros(len(hard))
+        dx = np.zeros((nb, 6))
         lcp_sizes, pivots = [], 0
         order = np.argsort(labels, kind="stable")
         bounds = np.searchsorted(labels[order], np.arange(n_isl + 1))
@@ -621,87 +629,44 @@ class Simulator:
                 t1, t2 = contacts.tangent1[cidx], contacts.tangent2[cidx]
                 ft = (beta @ np.cos(ang))[:, None] * t1 + (beta @ np.sin(ang))[:, None] * t2
                 impulses[cidx] = cn[:, None] * contacts.normal[cidx] + ft
-            # impulses of coupling rows (for breakaway): hard rows after the joint rows
-            hard_idx = np.flatnonzero(e_mask)
-            coupling_impulse.update({int(i): float(c) for i, c in zip(hard_idx, sol.c_e[:len(hard_idx)])})
-        info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "coupling_impulse": coupling_impulse,
-                "n_joint_rows": n_hard_rows}
+            n_h = int(e_mask.sum())
+            hard_impulse[e_mask] = sol.c_e[:n_h]
+            # post-stabilisation: remove this island's joint errors with a mass-weighted displacement
+            err = hard_err[e_mask]
+            if self.project_joints and n_h and np.max(np.abs(err)) > 1e-13:
+                dx[slots] = project_positions(Minv[slots], Je[:, :n_h], err).reshape(-1, 6)
+        info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
 
-    def _project(self, c, q, labels, n_isl):
-        """Remove the joint errors of the new positions (one Gauss-Newton step per island)."""
-        if not self.project_joints:
-            return c, q
-        s = self.state
-        X = self._poses(c, q)
-        com_W = self._com_world(X)
-        F = joint_frames(self.js, X)
-        eq = equality_rows(self.js, F, self.bodies.slot, com_W)
-        jq = joint_values(self.js, F, previous=s.joint_q)
-        coup = self._coupling_rows(F, com_W, jq, -self.gamma, s)   # rhs = error (h = -gamma undoes the scaling)
-        rows = Rows.concat([eq, coup])
-        if not len(rows):
-            return c, q
-        nb = len(self.bodies)
-        first = np.where(rows.bodies >= 0, rows.bodies, nb).min(axis=1)
-        li = np.concatenate([labels, [-1]])[first]
-        R = B.quat_to_matrices(q)
-        Minv = np.zeros((nb, 6, 6))
-        Minv[:, 0, 0] = Minv[:, 1, 1] = Minv[:, 2, 2] = 1.0 / self.bodies.mass
-        Minv[:, 3:, 3:] = np.linalg.inv(B.world_inertia(R, self.bodies.inertia_L))
-        dx = np.zeros((nb, 6))
-        order = np.argsort(labels, kind="stable")
-        bounds = np.searchsorted(labels[order], np.arange(n_isl + 1))
-        for isl in range(n_isl):
-            m = li == isl
-            if not m.any():
-                continue
-            slots = order[bounds[isl]:bounds[isl + 1]]
-            r = rows.select(m)
-            if np.max(np.abs(r.rhs)) < 1e-12:
-                continue
-            dx[slots] = project_positions(Minv[slots], r.dense(slots, nb), r.rhs).reshape(-1, 6)
+    @staticmethod
+    def _displace(c, q, dx):
+        """Apply small displacements dx (nb, 6) = [translation; rotation vector] to com and orientation."""
         c_new = c + dx[:, :3]
         ang = np.linalg.norm(dx[:, 3:], axis=1)
+        if not np.any(ang):
+            return c_new, q
         axis = dx[:, 3:] / np.where(ang > 0, ang, 1.0)[:, None]
-        dq = np.concatenate([np.cos(ang / 2)[:, None], np.sin(ang / 2)[:, None] * axis], 1)
-        w1, v1 = dq[:, :1], dq[:, 1:]
+        w1, v1 = np.cos(ang / 2)[:, None], np.sin(ang / 2)[:, None] * axis
         w2, v2 = q[:, :1], q[:, 1:]
-        q_new = np.concatenate([w1 * w2 - np.sum(v1 * v2, 1, keepdims=True),
-                                w1 * v2 + w2 * v1 + np.cross(v1, v2)], 1)
-        q_new /= np.linalg.norm(q_new, axis=1, keepdims=True)
-        return c_new, q_new
+        q_new = np.concatenate([w1 * w2 - np.sum(v1 * v2, 1, keepdims=True), w1 * v2 + w2 * v1 + cross(v1, v2)], 1)
+        return c_new, q_new / np.linalg.norm(q_new, axis=1, keepdims=True)
 
-    def _update_breakaway(self, coupling_impulse: dict, h, jq, cmd, s: SimState):
+    def _update_breakaway(self, st, coupling_impulse: np.ndarray, h, jq, cmd, s: SimState):
+        """A breakaway DOF's coupling gives way when it transmits more than the breakaway torque; it
+        re-couples when the DOF is commanded open and the distal is back at its coupled angle."""
         broken, lock = s.broken.copy(), s.lock.copy()
-        if not np.any(self.ds.breakaway):
+        if not np.any(self.ds.breakaway) or not len(st.c_idx):
             return broken, lock
-        # coupling rows follow the joint equality rows in 'hard'; find each DOF's row index
-        n_eq = self._n_equality_rows()
-        r = n_eq
-        for d in range(len(self.ds)):
-            jidx = self.ds.joints[d]
-            if len(jidx) < 2:
+        for r in range(len(st.c_idx)):
+            d = st.c_dof[r]
+            if not self.ds.breakaway[d]:
                 continue
-            if s.broken[d]:
-                # re-couple when the DOF is commanded open and the distal is back at its coupled angle
-                rho = self.ds.ratios[d][-1] / self.ds.ratios[d][0]
-                kappa = self.ds.offsets[d][-1] - rho * self.ds.offsets[d][0]
-                if cmd is not None and cmd.qd_ref[d] < 0 and jq[jidx[-1]] <= rho * jq[jidx[0]] + kappa:
+            if st.c_lock[r]:
+                jidx, rat, off = self.ds.joints[d], self.ds.ratios[d], self.ds.offsets[d]
+                rho = rat[-1] / rat[0]
+                if cmd is not None and cmd.qd_ref[d] < 0 and jq[jidx[-1]] <= rho * jq[jidx[0]] + off[-1] - rho * off[0]:
                     broken[d] = False
-                r += 1
-                continue
-            if self.ds.breakaway[d]:
-                imp = max(abs(coupling_impulse.get(r + k, 0.0)) for k in range(len(jidx) - 1))
-                if imp / h > self.ds.breakaway_torque[d]:
-                    broken[d] = True
-                    lock[d] = jq[jidx[0]]
-            r += len(jidx) - 1
+            elif abs(coupling_impulse[r]) / h > self.ds.breakaway_torque[d]:
+                broken[d] = True
+                lock[d] = jq[self.ds.joints[d][0]]
         return broken, lock
-
-    def _n_equality_rows(self) -> int:
-        if not hasattr(self, "_n_eq_cache"):
-            X = self.poses()
-            F = joint_frames(self.js, X)
-            self._n_eq_cache = len(equality_rows(self.js, F, self.bodies.slot, self._com_world(X)))
-        return self._n_eq_cache
