@@ -52,4 +52,8 @@ def __getattr__(name):  # lazy access to heavier parts of the API
         from .dynamics.simulator import Simulator
 
         return Simulator
+    if name in ("rigidbody", "grasp", "collision", "control", "dynamics", "kinematics", "lcp"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'graspsim' has no attribute {name!r}")
