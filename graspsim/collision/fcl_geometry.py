@@ -1,0 +1,74 @@
+"""FCL geometry of every shape, built once per process, and FCL collision objects per model.
+
+FCL objects are not picklable and python-fcl holds the GIL, so each process (and each
+:class:`~graspsim.collision.CollisionModel`) builds its own objects; the geometry itself (BVHs cost
+milliseconds) is cached per :class:`~graspsim.geometry.Shape` object.  Primitives map to FCL
+primitives with the same conventions (centred, axis along z); meshes become ``BVHModel`` (OBBRSS).
+
+Only FCL's boolean ``collide`` and ``distance`` (with nearest points) are used: its contact points,
+normals and depths for meshes are unreliable (see docs/collision.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_GEOM: dict[int, tuple] = {}
+
+
+def _fcl():
+    import fcl  # lazy: ~0.25 s cold import
+
+    return fcl
+
+
+def fcl_geometry(shape):
+    """The FCL geometry of ``shape`` (cached per shape object)."""
+    hit = _GEOM.get(id(shape))
+    if hit is not None and hit[0] is shape:
+        return hit[1]
+    fcl = _fcl()
+    k, s = shape.kind, shape.size
+    if k == "box":
+        g = fcl.Box(*s)
+    elif k == "sphere":
+        g = fcl.Sphere(s[0])
+    elif k == "cylinder":
+        g = fcl.Cylinder(s[0], s[1])
+    elif k == "capsule":
+        g = fcl.Capsule(s[0], s[1])
+    else:
+        g = fcl.BVHModel()
+        V = np.ascontiguousarray(shape.vertices, dtype=np.float64)
+        F = np.ascontiguousarray(shape.faces, dtype=np.int32)
+        g.beginModel(len(V), len(F))
+        g.addSubModel(V, F)
+        g.endModel()
+    _GEOM[id(shape)] = (shape, g)
+    return g
+
+
+class FCLObjects:
+    """One FCL collision object per body of a table (None for bodies without a shape)."""
+
+    def __init__(self, shapes):
+        fcl = _fcl()
+        self._fcl = fcl
+        self.objects = [None if s is None else fcl.CollisionObject(fcl_geometry(s), fcl.Transform())
+                        for s in shapes]
+
+    def set_pose(self, i: int, X_WS: np.ndarray) -> None:
+        """Place body i's shape frame at the world pose ``X_WS`` (4x4)."""
+        self.objects[i].setTransform(self._fcl.Transform(np.ascontiguousarray(X_WS[:3, :3]),
+                                                         np.ascontiguousarray(X_WS[:3, 3])))
+
+    def collide(self, i: int, j: int) -> bool:
+        """FCL boolean collision (touching counts) of the current poses."""
+        fcl = self._fcl
+        return fcl.collide(self.objects[i], self.objects[j], fcl.CollisionRequest(), fcl.CollisionResult()) > 0
+
+    def distance(self, i: int, j: int):
+        """(distance, nearest point on i, nearest point on j), world frame; meaningless when colliding."""
+        fcl = self._fcl
+        res = fcl.DistanceResult()
+        d = fcl.distance(self.objects[i], self.objects[j], fcl.DistanceRequest(enable_nearest_points=True), res)
+        return float(d), np.array(res.nearest_points[0], float), np.array(res.nearest_points[1], float)

@@ -1,0 +1,914 @@
+"""Numba kernels: broad phase and contact regions of every touching pair, in one call.
+
+Conventions (all lengths in metres):
+
+* ``X`` (N, 4, 4): world poses of the *shape* frames S (body pose times the shape's ``X_LS``).
+* A contact candidate (row of ``C``) is ``[p_a (3), p_b (3), n (3), sep]`` in the world frame:
+  ``p_a`` on body a's surface, ``p_b`` on body b's, ``n`` the unit normal pointing from a towards b,
+  ``sep`` the signed separation (> 0 apart, < 0 interpenetrating).
+
+Region rules (see docs/collision.md):
+
+* polyhedron-polyhedron (box, mesh): every sharp edge of either body (flat edges that only split a
+  face are skipped) is clipped, in closed form, to the prism of each face of the other body that
+  it looks at and to the height band [-thr, thr] above that face; the clipped ends are contact
+  points with the face's normal and the (signed) height as separation.  These are the vertices of
+  the contact polygon: vertices of either face inside the other, and crossings of the edges with
+  the region's boundary.  Only when a pair has no such face contact do sharp edge-edge and
+  vertex-edge closest points (within thr) count, with the normal along the closest points.
+* round shapes (sphere = point + radius, capsule = segment + radius): the part of the core that
+  projects inside a face with its surface within the threshold (closed form), plus, without face
+  contacts, the closest points to sharp edges/vertices (and the overlap ends of an edge parallel to
+  the capsule): a capsule lying on a face gives a line, a capsule crossing an edge one point (not
+  the 2-3 mm band its curvature would give).
+* cylinder against a polyhedron: per face, the cylinder's lowest generator segment (or its rim,
+  when a cap lies flat) clipped to the face; without face contacts, the sharp edges against the
+  side and the sharp vertices against the whole cylinder, in closed form.
+* the candidates of a pair are grouped by normal, clustered within ``region_tol`` in the tangent
+  plane (each cluster represented by its point of smallest separation) and reduced: one point, the
+  two ends of a line, or the vertices of the 2-D convex hull.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .primitives import (FACE, VA, VC, EAB, add, axpy, closest_pt_seg, closest_pt_tri, closest_seg_seg,
+                         closest_seg_tri, cross, cylinder_closest, dist2, dot, mul, neg, norm, sub, tangent_basis, v3)
+
+SPHERE, CAPSULE, BOX, CYLINDER, MESH = 0, 1, 2, 3, 4
+
+# indices into the pool tuple (GeometryPool.arrays())
+P_KIND, P_RAD, P_HALF, P_LO, P_HI, P_VOFF, P_VCNT, P_TOFF, P_TCNT, P_EOFF, P_ECNT, P_V, P_T, P_N, P_E, P_PV, \
+    P_PE, P_TBLO, P_TBHI, P_TE, P_ESH, P_VSH, P_EN = range(23)
+
+LINE_TOL = 1e-6        # m, hull vertices closer than this to the line of their neighbours are dropped
+PARALLEL_SIN = 1e-4    # a segment and an axis making a smaller angle are parallel (line contact)
+RIM_SAMPLES = 16       # points on a cylinder's rim when its cap lies flat on a face
+#: a segment crossing a face's height band at a steeper angle than 30 deg contributes only its own
+#: ends (vertices) to the face contact, not the points where it enters/leaves the band or the
+#: face's prism: those are edge-edge situations (handled with the closest-point normal)
+STEEP_SIN = 0.5
+FACING = 0.0175        # an edge makes face contacts only with faces its own faces look at: -n_adj.n_f > sin(1 deg)
+
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+
+@njit(cache=True)
+def _mv(R, x):
+    return (R[0, 0] * x[0] + R[0, 1] * x[1] + R[0, 2] * x[2],
+            R[1, 0] * x[0] + R[1, 1] * x[1] + R[1, 2] * x[2],
+            R[2, 0] * x[0] + R[2, 1] * x[1] + R[2, 2] * x[2])
+
+
+@njit(cache=True)
+def _mtv(R, x):
+    return (R[0, 0] * x[0] + R[1, 0] * x[1] + R[2, 0] * x[2],
+            R[0, 1] * x[0] + R[1, 1] * x[1] + R[2, 1] * x[2],
+            R[0, 2] * x[0] + R[1, 2] * x[1] + R[2, 2] * x[2])
+
+
+@njit(cache=True)
+def _rt(X):
+    """Contiguous rotation (3, 3) and translation tuple of a 4x4 pose."""
+    R = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            R[i, j] = X[i, j]
+    return R, (X[0, 3], X[1, 3], X[2, 3])
+
+
+@njit(cache=True)
+def _rel(XA, XB):
+    """(R, t) of frame A in frame B: x_B = R x_A + t."""
+    R = np.empty((3, 3))
+    tt = np.zeros(3)
+    for i in range(3):
+        for k in range(3):
+            tt[i] += XB[k, i] * (XA[k, 3] - XB[k, 3])
+        for j in range(3):
+            s = 0.0
+            for k in range(3):
+                s += XB[k, i] * XA[k, j]
+            R[i, j] = s
+    return R, (tt[0], tt[1], tt[2])
+
+
+@njit(cache=True)
+def _emit(C, cnt, R, t, pa, pb, n, sep, flip):
+    """Append a candidate given in a frame (R, t) -> world; swap the roles when ``flip``."""
+    if cnt < C.shape[0]:
+        wa = add(_mv(R, pa), t)
+        wb = add(_mv(R, pb), t)
+        wn = _mv(R, n)
+        if flip:
+            wa, wb = wb, wa
+            wn = neg(wn)
+        for j in range(3):
+            C[cnt, j] = wa[j]
+            C[cnt, 3 + j] = wb[j]
+            C[cnt, 6 + j] = wn[j]
+        C[cnt, 9] = sep
+    return cnt + 1
+
+
+@njit(cache=True)
+def _box_overlap(alo, ahi, blo, bhi, m):
+    for k in range(3):
+        if alo[k] > bhi[k] + m or blo[k] > ahi[k] + m:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _seg_box(p, q, blo, bhi, m):
+    """Whether the bounds of segment pq meet the box [blo, bhi] inflated by m."""
+    for k in range(3):
+        if min(p[k], q[k]) > bhi[k] + m or max(p[k], q[k]) < blo[k] - m:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _aabb_in(R, t, lo, hi):
+    """Bounds (arrays) of the box [lo, hi] (frame A) after x -> R x + t."""
+    olo = np.empty(3)
+    ohi = np.empty(3)
+    for i in range(3):
+        c = t[i]
+        h = 0.0
+        for k in range(3):
+            c += R[i, k] * 0.5 * (lo[k] + hi[k])
+            h += abs(R[i, k]) * 0.5 * (hi[k] - lo[k])
+        olo[i] = c - h
+        ohi[i] = c + h
+    return olo, ohi
+
+
+@njit(cache=True)
+def _cull_tris(P, ib, blo, bhi, m):
+    """Indices of body ib's triangles whose bounds meet [blo, bhi] inflated by m (ib's shape frame)."""
+    t0 = P[P_TOFF][ib]
+    nt = P[P_TCNT][ib]
+    TBlo = P[P_TBLO]
+    TBhi = P[P_TBHI]
+    out = np.empty(nt, np.int64)
+    k = 0
+    for t in range(t0, t0 + nt):
+        ok = True
+        for j in range(3):
+            if TBlo[t, j] > bhi[j] + m or TBhi[t, j] < blo[j] - m:
+                ok = False
+                break
+        if ok:
+            out[k] = t
+            k += 1
+    return out[:k]
+
+
+@njit(cache=True)
+def _tri(P, tr):
+    V = P[P_V]
+    T = P[P_T]
+    return v3(V[T[tr, 0]]), v3(V[T[tr, 1]]), v3(V[T[tr, 2]]), v3(P[P_N][tr])
+
+
+@njit(cache=True)
+def _signed_poly(x, P, tris):
+    """Signed distance of point x to the polyhedron over triangles ``tris`` (sign: pseudo-normals).
+
+    Returns (sd, nearest point y); sd = 1e300 when ``tris`` is empty.
+    """
+    best = 1e300
+    by = x
+    bf = 0
+    bt = -1
+    for t in tris:
+        a, b, c, n = _tri(P, t)
+        y, f = closest_pt_tri(x, a, b, c)
+        d2 = dist2(x, y)
+        if d2 < best:
+            best = d2
+            by = y
+            bf = f
+            bt = t
+    if bt < 0:
+        return 1e300, by
+    pn = _feature_pn(P, bt, bf)
+    d = math.sqrt(best)
+    return (d if dot(sub(x, by), pn) >= 0.0 else -d), by
+
+
+@njit(cache=True)
+def _feature_sharp(P, tr, f):
+    """Whether feature f (edge or vertex code) of triangle tr is a sharp edge/vertex."""
+    if f == FACE:
+        return False
+    if f <= VC:
+        return P[P_VSH][P[P_T][tr, f - VA]]
+    return P[P_ESH][P[P_TE][tr, f - EAB]]
+
+
+@njit(cache=True)
+def _feature_pn(P, tr, f):
+    if f == FACE:
+        return v3(P[P_N][tr])
+    if f <= VC:
+        return v3(P[P_PV][tr, f - VA])
+    return v3(P[P_PE][tr, f - EAB])
+
+
+@njit(cache=True)
+def _face_clip(p, q, a, b, c, n, hlo, hhi):
+    """Parameters [s0, s1] of segment pq that project inside triangle abc (unit normal n) with
+    height h(s) = (p(s) - a).n in [hlo, hhi] (empty when s0 > s1); also h0 = h(0), hd = dh/ds."""
+    s0 = 0.0
+    s1 = 1.0
+    d = sub(q, p)
+    for k in range(3):
+        if k == 0:
+            u = a
+            w = b
+        elif k == 1:
+            u = b
+            w = c
+        else:
+            u = c
+            w = a
+        mvec = cross(n, sub(w, u))  # in-plane normal of edge uw, pointing inside
+        f0 = dot(sub(p, u), mvec)
+        fd = dot(d, mvec)
+        if abs(fd) <= 1e-300:
+            if f0 < 0.0:
+                return 1.0, 0.0, 0.0, 0.0
+        elif fd > 0.0:
+            s0 = max(s0, -f0 / fd)
+        else:
+            s1 = min(s1, -f0 / fd)
+        if s0 > s1:
+            return 1.0, 0.0, 0.0, 0.0
+    h0 = dot(sub(p, a), n)
+    hd = dot(d, n)
+    if abs(hd) <= 1e-300:
+        if h0 > hhi or h0 < hlo:
+            return 1.0, 0.0, h0, hd
+    elif hd > 0.0:
+        s1 = min(s1, (hhi - h0) / hd)
+        s0 = max(s0, (hlo - h0) / hd)
+    else:
+        s0 = max(s0, (hhi - h0) / hd)
+        s1 = min(s1, (hlo - h0) / hd)
+    return s0, s1, h0, hd
+
+
+# ---------------------------------------------------------------------------------------------
+# pair kernels
+
+@njit(cache=True)
+def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
+    """Edges of polyhedron ia against faces of polyhedron ib, in ib's frame.
+
+    Face contacts go to C (the edge clipped to the face's prism and height band [-thr, thr]);
+    with ``sharp``, contacts of sharp edges with sharp edges/vertices go to C2.
+    """
+    R, t = _rel(X[ia], X[ib])
+    V = P[P_V]
+    E = P[P_E]
+    v0 = P[P_VOFF][ia]
+    nv = P[P_VCNT][ia]
+    VA_ = np.empty((nv, 3))
+    for k in range(nv):
+        x = add(_mv(R, V[v0 + k]), t)
+        VA_[k, 0] = x[0]
+        VA_[k, 1] = x[1]
+        VA_[k, 2] = x[2]
+    alo = np.empty(3)
+    ahi = np.empty(3)
+    for j in range(3):
+        alo[j] = VA_[:, j].min()
+        ahi[j] = VA_[:, j].max()
+    tris = _cull_tris(P, ib, alo, ahi, thr)
+    if tris.size == 0:
+        return cnt, cnt2
+    blo = P[P_LO][ib]
+    bhi = P[P_HI][ib]
+    TBlo = P[P_TBLO]
+    TBhi = P[P_TBHI]
+    ESH = P[P_ESH]
+    EN = P[P_EN]
+    RB, tB = _rt(X[ib])
+    e0 = P[P_EOFF][ia]
+    for e in range(e0, e0 + P[P_ECNT][ia]):
+        if not ESH[e]:
+            continue  # an edge inside a flat face never bounds a contact region
+        p = v3(VA_[E[e, 0] - v0])
+        q = v3(VA_[E[e, 1] - v0])
+        if not _seg_box(p, q, blo, bhi, thr):
+            continue
+        d = sub(q, p)
+        Ld = norm(d)
+        n1 = _mv(R, EN[e, 0])  # normals of the edge's faces, in ib's frame
+        n2 = _mv(R, EN[e, 1])
+        for tr in tris:
+            if not _seg_box(p, q, TBlo[tr], TBhi[tr], thr):
+                continue
+            a, b, c, n = _tri(P, tr)
+            hp = dot(sub(p, a), n)
+            hq = dot(sub(q, a), n)
+            if (hp > thr and hq > thr) or (hp < -thr and hq < -thr):
+                continue  # the edge never comes within thr of the triangle's plane
+            if not sharp:
+                if -dot(n1, n) <= FACING and -dot(n2, n) <= FACING:
+                    continue  # grazing: neither of the edge's faces looks at this face
+                s0, s1, h0, hd = _face_clip(p, q, a, b, c, n, -thr, thr)
+                if s0 <= s1:
+                    steep = abs(hd) > STEEP_SIN * Ld
+                    if s0 == 0.0 or not steep:
+                        x = axpy(s0, d, p)
+                        h = h0 + s0 * hd
+                        cnt = _emit(C, cnt, RB, tB, x, axpy(-h, n, x), neg(n), h, flip)
+                    if s1 > s0 and (s1 == 1.0 or not steep):
+                        x = axpy(s1, d, p)
+                        h = h0 + s1 * hd
+                        cnt = _emit(C, cnt, RB, tB, x, axpy(-h, n, x), neg(n), h, flip)
+            else:
+                s, x, y, d2, f = closest_seg_tri(p, q, a, b, c, n)
+                if d2 <= thr * thr and _feature_sharp(P, tr, f):
+                    pn = _feature_pn(P, tr, f)
+                    dd = math.sqrt(d2)
+                    out = dot(sub(x, y), pn) >= 0.0
+                    if dd > 1e-12:
+                        nn = mul(sub(y, x), 1.0 / dd) if out else mul(sub(x, y), 1.0 / dd)
+                    else:
+                        nn = neg(pn)
+                    cnt2 = _emit(C2, cnt2, RB, tB, x, y, nn, dd if out else -dd, flip)
+    return cnt, cnt2
+
+
+@njit(cache=True)
+def _round_poly(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip):
+    """Sphere/capsule ia against polyhedron ib (box, mesh or a cylinder's prism), in ib's frame."""
+    R, t = _rel(X[ia], X[ib])
+    r = P[P_RAD][ia]
+    hl = P[P_HALF][ia][2]
+    ax = (R[0, 2], R[1, 2], R[2, 2])
+    p = axpy(-hl, ax, t)
+    q = axpy(hl, ax, t)
+    lo = np.empty(3)
+    hi = np.empty(3)
+    for j in range(3):
+        lo[j] = min(p[j], q[j]) - r
+        hi[j] = max(p[j], q[j]) + r
+    tris = _cull_tris(P, ib, lo, hi, thr)
+    if tris.size == 0:
+        return cnt, cnt2
+    V = P[P_V]
+    T = P[P_T]
+    ESH = P[P_ESH]
+    TE = P[P_TE]
+    RB, tB = _rt(X[ib])
+    band = r + thr
+    d = sub(q, p)
+    L = 2.0 * hl
+    for tr in tris:
+        a, b, c, n = _tri(P, tr)
+        hp = dot(sub(p, a), n)
+        hq = dot(sub(q, a), n)
+        if (hp > band and hq > band) or (hp < -band and hq < -band):
+            continue
+        s, x, y, d2, f = closest_seg_tri(p, q, a, b, c, n)
+        if d2 > band * band:
+            continue
+        # face region: core in front of the face, surface within thr: 0 <= h <= r + thr
+        s0, s1, h0, hd = _face_clip(p, q, a, b, c, n, 0.0, band)
+        if s0 <= s1:
+            steep = abs(hd) > STEEP_SIN * L
+            if s0 == 0.0 or not steep:
+                x0 = axpy(s0, d, p)
+                h = h0 + s0 * hd
+                cnt = _emit(C, cnt, RB, tB, axpy(-r, n, x0), axpy(-h, n, x0), neg(n), h - r, flip)
+            if s1 > s0 and hl > 0.0 and (s1 == 1.0 or not steep):
+                x0 = axpy(s1, d, p)
+                h = h0 + s1 * hd
+                cnt = _emit(C, cnt, RB, tB, axpy(-r, n, x0), axpy(-h, n, x0), neg(n), h - r, flip)
+        # sharp edges / vertices: the closest point; for an edge parallel to the core, the overlap ends
+        if _feature_sharp(P, tr, f):
+            dd = math.sqrt(d2)
+            if dd > 1e-12:
+                nn = mul(sub(y, x), 1.0 / dd)
+                cnt2 = _emit(C2, cnt2, RB, tB, axpy(r, nn, x), y, nn, dd - r, flip)
+        if hl > 0.0:
+            u = mul(d, 1.0 / L)
+            for k in range(3):
+                if not ESH[TE[tr, k]]:
+                    continue
+                ea = v3(V[T[tr, k]])
+                eb = v3(V[T[tr, (k + 1) % 3]])
+                ed = sub(eb, ea)
+                if norm(cross(u, ed)) >= PARALLEL_SIN * norm(ed):
+                    continue
+                t0 = dot(sub(ea, p), u) / L
+                t1 = dot(sub(eb, p), u) / L
+                lo_ = max(0.0, min(t0, t1))
+                hi_ = min(1.0, max(t0, t1))
+                if lo_ > hi_:
+                    continue
+                for tt in (lo_, hi_):
+                    xc = axpy(tt, d, p)
+                    yc, _ = closest_pt_seg(xc, ea, eb)
+                    dv = sub(yc, xc)
+                    dd = norm(dv)
+                    if dd > 1e-12 and dd - r <= thr:
+                        nn = mul(dv, 1.0 / dd)
+                        cnt2 = _emit(C2, cnt2, RB, tB, axpy(r, nn, xc), yc, nn, dd - r, flip)
+    return cnt, cnt2
+
+
+@njit(cache=True)
+def _round_round(ia, ib, X, P, thr, C, cnt):
+    """Sphere/capsule against sphere/capsule (world frame): one point, or a line for parallel capsules."""
+    ra = P[P_RAD][ia]
+    rb = P[P_RAD][ib]
+    ha = P[P_HALF][ia][2]
+    hb = P[P_HALF][ib][2]
+    XA = X[ia]
+    XB = X[ib]
+    ua = (XA[0, 2], XA[1, 2], XA[2, 2])
+    ub = (XB[0, 2], XB[1, 2], XB[2, 2])
+    ca = (XA[0, 3], XA[1, 3], XA[2, 3])
+    cb = (XB[0, 3], XB[1, 3], XB[2, 3])
+    pa = axpy(-ha, ua, ca)
+    qa = axpy(ha, ua, ca)
+    pb = axpy(-hb, ub, cb)
+    qb = axpy(hb, ub, cb)
+    s, tt, xa, xb = closest_seg_seg(pa, qa, pb, qb)
+    I = np.eye(3)
+    z = (0.0, 0.0, 0.0)
+    params = np.empty(3)
+    params[0] = s
+    npar = 1
+    if ha > 0.0 and hb > 0.0 and norm(cross(ua, ub)) < PARALLEL_SIN:
+        # parallel capsules: the overlap of the two segments along a's axis
+        La = 2 * ha
+        t0 = dot(sub(pb, pa), ua) / La
+        t1 = dot(sub(qb, pa), ua) / La
+        lo_ = max(0.0, min(t0, t1))
+        hi_ = min(1.0, max(t0, t1))
+        if lo_ <= hi_:
+            params[1] = lo_
+            params[2] = hi_
+            npar = 3
+    for k in range(npar):
+        x = axpy(params[k], sub(qa, pa), pa)
+        y, _ = closest_pt_seg(x, pb, qb)
+        dv = sub(y, x)
+        d = norm(dv)
+        sep = d - ra - rb
+        if sep > thr:
+            continue
+        n = mul(dv, 1.0 / d) if d > 1e-12 else (0.0, 0.0, 1.0)
+        cnt = _emit(C, cnt, I, z, axpy(ra, n, x), axpy(-rb, n, y), n, sep, False)
+    return cnt
+
+
+@njit(cache=True)
+def _cyl_sphere(ia, ib, X, P, thr, C, cnt, flip):
+    """Cylinder ia against sphere ib (cylinder frame)."""
+    R, t = _rel(X[ib], X[ia])
+    rb = P[P_RAD][ib]
+    q, sd, nrm = cylinder_closest(t, P[P_RAD][ia], P[P_HALF][ia][2])
+    sep = sd - rb
+    if sep <= thr:
+        RA, tA = _rt(X[ia])
+        cnt = _emit(C, cnt, RA, tA, q, axpy(-rb, nrm, t), nrm, sep, flip)
+    return cnt
+
+
+@njit(cache=True)
+def _cyl_poly(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip):
+    """Cylinder ia against polyhedron ib, in ib's frame (see module docstring)."""
+    R, t = _rel(X[ia], X[ib])
+    r = P[P_RAD][ia]
+    hl = P[P_HALF][ia][2]
+    ax = (R[0, 2], R[1, 2], R[2, 2])
+    e1 = (R[0, 0], R[1, 0], R[2, 0])
+    e2 = (R[0, 1], R[1, 1], R[2, 1])
+    lo, hi = _aabb_in(R, t, P[P_LO][ia], P[P_HI][ia])
+    tris = _cull_tris(P, ib, lo, hi, thr)
+    if tris.size == 0:
+        return cnt, cnt2
+    V = P[P_V]
+    E = P[P_E]
+    ESH = P[P_ESH]
+    VSH = P[P_VSH]
+    RB, tB = _rt(X[ib])
+    # (a) faces of ib against the cylinder's lowest generator / flat cap
+    for tr in tris:
+        a, b, c, n = _tri(P, tr)
+        na = dot(n, ax)
+        u = axpy(na, ax, neg(n))  # direction in the cap plane towards the face
+        lu = norm(u)
+        if 2.0 * r * lu <= thr:
+            # a cap lies flat on the face: points of the lower cap's rim inside the triangle
+            cc = axpy(-hl if na > 0.0 else hl, ax, t)
+            for k in range(RIM_SAMPLES):
+                ang = 2.0 * math.pi * k / RIM_SAMPLES
+                x = axpy(r * math.cos(ang), e1, axpy(r * math.sin(ang), e2, cc))
+                s0, s1, h0, hd = _face_clip(x, x, a, b, c, n, -thr, thr)
+                if s0 <= s1:
+                    cnt = _emit(C, cnt, RB, tB, x, axpy(-h0, n, x), neg(n), h0, flip)
+            continue
+        u = mul(u, 1.0 / lu)
+        p = axpy(r, u, axpy(-hl, ax, t))
+        q = axpy(r, u, axpy(hl, ax, t))
+        s0, s1, h0, hd = _face_clip(p, q, a, b, c, n, -thr, thr)
+        if s0 <= s1:
+            d = sub(q, p)
+            steep = abs(hd) > STEEP_SIN * 2.0 * hl
+            if s0 == 0.0 or not steep:
+                x = axpy(s0, d, p)
+                h = h0 + s0 * hd
+                cnt = _emit(C, cnt, RB, tB, x, axpy(-h, n, x), neg(n), h, flip)
+            if s1 > s0 and (s1 == 1.0 or not steep):
+                x = axpy(s1, d, p)
+                h = h0 + s1 * hd
+                cnt = _emit(C, cnt, RB, tB, x, axpy(-h, n, x), neg(n), h, flip)
+    if cnt > 0:
+        return cnt, cnt2  # edge/vertex contacts would be discarded anyway
+    # (b) sharp edges of ib against the cylinder's side (closest point of the axis strictly inside)
+    pa = axpy(-hl, ax, t)
+    qa = axpy(hl, ax, t)
+    ss = np.empty(3)
+    e0 = P[P_EOFF][ib]
+    for e in range(e0, e0 + P[P_ECNT][ib]):
+        if not ESH[e]:
+            continue
+        p = v3(V[E[e, 0]])
+        q = v3(V[E[e, 1]])
+        if not _seg_box(p, q, lo, hi, thr):
+            continue
+        ed = sub(q, p)
+        npar = 1
+        s, te, xa, xe = closest_seg_seg(pa, qa, p, q)
+        ss[0] = s
+        if norm(cross(ax, ed)) < PARALLEL_SIN * norm(ed):
+            t0 = dot(sub(p, pa), ax) / (2 * hl)
+            t1 = dot(sub(q, pa), ax) / (2 * hl)
+            ss[1] = max(0.0, min(t0, t1))
+            ss[2] = min(1.0, max(t0, t1))
+            if ss[1] <= ss[2]:
+                npar = 3
+        for k in range(npar):
+            s = ss[k]
+            if s <= 0.0 or s >= 1.0:
+                continue
+            xa = axpy(s, sub(qa, pa), pa)
+            xe, _ = closest_pt_seg(xa, p, q)
+            if abs(dot(sub(xe, t), ax)) >= hl:
+                continue  # beside a cap, not the side
+            dv = sub(xe, xa)
+            dv = axpy(-dot(dv, ax), ax, dv)
+            dd = norm(dv)
+            if dd <= 1e-12 or dd - r > thr:
+                continue
+            n = mul(dv, 1.0 / dd)
+            cnt2 = _emit(C2, cnt2, RB, tB, axpy(-(dd - r), n, xe), xe, n, dd - r, flip)
+    # (c) sharp vertices of ib against the whole cylinder
+    v0 = P[P_VOFF][ib]
+    for k in range(v0, v0 + P[P_VCNT][ib]):
+        if not VSH[k]:
+            continue
+        x = v3(V[k])
+        if not _seg_box(x, x, lo, hi, thr):
+            continue
+        qc, sd, nrm = cylinder_closest(_mtv(R, sub(x, t)), r, hl)
+        if sd > thr:
+            continue
+        cnt2 = _emit(C2, cnt2, RB, tB, add(_mv(R, qc), t), x, _mv(R, nrm), sd, flip)
+    return cnt, cnt2
+
+
+# ---------------------------------------------------------------------------------------------
+# reduction of a pair's candidates to its contact set
+
+@njit(cache=True)
+def _cross2(ox, oy, ax_, ay, bx, by):
+    return (ax_ - ox) * (by - oy) - (ay - oy) * (bx - ox)
+
+
+@njit(cache=True)
+def _lexorder(uv, idx):
+    """idx sorted by (u, v) (insertion sort: few points)."""
+    o = idx.copy()
+    for i in range(1, o.size):
+        j = i
+        while j > 0:
+            a = o[j - 1]
+            b = o[j]
+            if uv[a, 0] > uv[b, 0] or (uv[a, 0] == uv[b, 0] and uv[a, 1] > uv[b, 1]):
+                o[j - 1] = b
+                o[j] = a
+                j -= 1
+            else:
+                break
+    return o
+
+
+@njit(cache=True)
+def _write(C, i, ia, ib, O_ab, O_f, k):
+    if k < O_f.shape[0]:
+        O_ab[k, 0] = ia
+        O_ab[k, 1] = ib
+        a1, a2 = tangent_basis(v3(C[i, 6:9]))
+        for j in range(3):
+            O_f[k, j] = 0.5 * (C[i, j] + C[i, 3 + j])
+            O_f[k, 3 + j] = C[i, 6 + j]
+            O_f[k, 7 + j] = C[i, j]
+            O_f[k, 10 + j] = C[i, 3 + j]
+            O_f[k, 13 + j] = a1[j]
+            O_f[k, 16 + j] = a2[j]
+        O_f[k, 6] = C[i, 9]
+    return k + 1
+
+
+@njit(cache=True)
+def _reduce(C, m, ia, ib, cos_tol, region_tol, O_ab, O_f, k):
+    """Group C[:m] by normal, reduce each group, append to the outputs from row k; return new k.
+
+    Per group (points clustered within region_tol in the tangent plane, each cluster represented
+    by its point of smallest separation): diameter <= region_tol -> one point (the closest); all within region_tol of
+    the diameter's line -> the two ends (at each end the closest candidate); else the vertices of
+    the 2-D convex hull, counter-clockwise about the normal, neighbours nearer than region_tol
+    merged.  O_f columns: point (3), normal (3), sep, point_a (3), point_b (3), t1 (3), t2 (3).
+    """
+    if m == 0:
+        return k
+    order = np.argsort(C[:m, 9], kind="mergesort")
+    grp = np.empty(m, np.int64)
+    gref = np.empty((m, 3))
+    ng = 0
+    for ii in range(m):
+        i = order[ii]
+        n = v3(C[i, 6:9])
+        g = -1
+        for gg in range(ng):
+            if dot(v3(gref[gg]), n) >= cos_tol:
+                g = gg
+                break
+        if g < 0:
+            gref[ng, 0] = n[0]
+            gref[ng, 1] = n[1]
+            gref[ng, 2] = n[2]
+            g = ng
+            ng += 1
+        grp[ii] = g
+    idx = np.empty(m, np.int64)   # candidate row of each kept point
+    uv = np.empty((m, 2))
+    sep = np.empty(m)
+    for g in range(ng):
+        t1, t2 = tangent_basis(v3(gref[g]))
+        nk = 0
+        for ii in range(m):
+            if grp[ii] != g:
+                continue
+            i = order[ii]
+            mid = mul(add(v3(C[i, 0:3]), v3(C[i, 3:6])), 0.5)
+            u = dot(mid, t1)
+            v = dot(mid, t2)
+            dup = False
+            for j in range(nk):
+                if (uv[j, 0] - u) ** 2 + (uv[j, 1] - v) ** 2 <= region_tol * region_tol:
+                    dup = True
+                    break
+            if not dup:
+                idx[nk] = i
+                uv[nk, 0] = u
+                uv[nk, 1] = v
+                sep[nk] = C[i, 9]
+                nk += 1
+        # points are in order of increasing separation: point 0 is the closest
+        bi = 0
+        bj = 0
+        bd = 0.0
+        for i in range(nk):
+            for j in range(i + 1, nk):
+                dd = (uv[i, 0] - uv[j, 0]) ** 2 + (uv[i, 1] - uv[j, 1]) ** 2
+                if dd > bd:
+                    bd = dd
+                    bi = i
+                    bj = j
+        L = math.sqrt(bd)
+        if L <= region_tol:
+            k = _write(C, idx[0], ia, ib, O_ab, O_f, k)
+            continue
+        dx = (uv[bj, 0] - uv[bi, 0]) / L
+        dy = (uv[bj, 1] - uv[bi, 1]) / L
+        dev = 0.0
+        for i in range(nk):
+            dev = max(dev, abs((uv[i, 0] - uv[bi, 0]) * dy - (uv[i, 1] - uv[bi, 1]) * dx))
+        if dev <= region_tol:
+            # a line: at each end the closest candidate within region_tol of the end
+            if uv[bi, 0] > uv[bj, 0] or (uv[bi, 0] == uv[bj, 0] and uv[bi, 1] > uv[bj, 1]):
+                dx = -dx
+                dy = -dy
+            pmin = 1e300
+            pmax = -1e300
+            for i in range(nk):
+                pr = uv[i, 0] * dx + uv[i, 1] * dy
+                pmin = min(pmin, pr)
+                pmax = max(pmax, pr)
+            for end in range(2):
+                for i in range(nk):  # first hit = smallest separation
+                    pr = uv[i, 0] * dx + uv[i, 1] * dy
+                    if (end == 0 and pr <= pmin + region_tol) or (end == 1 and pr >= pmax - region_tol):
+                        k = _write(C, idx[i], ia, ib, O_ab, O_f, k)
+                        break
+            continue
+        # monotone-chain convex hull, counter-clockwise, collinear points dropped
+        o = _lexorder(uv, np.arange(nk))
+        H = np.empty(2 * nk + 1, np.int64)
+        h = 0
+        for pas in range(2):
+            start = h
+            for jj in range(nk):
+                i = o[jj] if pas == 0 else o[nk - 1 - jj]
+                while h >= start + 2:
+                    a_ = H[h - 2]
+                    b_ = H[h - 1]
+                    cr = _cross2(uv[a_, 0], uv[a_, 1], uv[b_, 0], uv[b_, 1], uv[i, 0], uv[i, 1])
+                    base = math.sqrt((uv[i, 0] - uv[a_, 0]) ** 2 + (uv[i, 1] - uv[a_, 1]) ** 2)
+                    if cr <= LINE_TOL * base:
+                        h -= 1
+                    else:
+                        break
+                H[h] = i
+                h += 1
+            h -= 1
+        # merge runs of hull vertices closer than region_tol (keep the closest of each run)
+        keep = np.ones(h, np.bool_)
+        for j in range(h):
+            if not keep[j]:
+                continue
+            for jn in range(1, h):
+                j2 = (j + jn) % h
+                if j2 == j or not keep[j2]:
+                    break
+                a_ = H[j]
+                b_ = H[j2]
+                if (uv[a_, 0] - uv[b_, 0]) ** 2 + (uv[a_, 1] - uv[b_, 1]) ** 2 > region_tol * region_tol:
+                    break
+                if sep[b_] < sep[a_]:
+                    H[j] = b_
+                keep[j2] = False
+        for j in range(h):
+            if keep[j]:
+                k = _write(C, idx[H[j]], ia, ib, O_ab, O_f, k)
+    return k
+
+
+# ---------------------------------------------------------------------------------------------
+# broad phase and driver
+
+@njit(cache=True)
+def world_aabbs(X, lo, hi, valid):
+    """World bounds (N, 3) lo/hi of every shape from its shape-frame bounds."""
+    n = X.shape[0]
+    wlo = np.empty((n, 3))
+    whi = np.empty((n, 3))
+    for i in range(n):
+        if not valid[i]:
+            wlo[i] = 1e300
+            whi[i] = -1e300
+            continue
+        for j in range(3):
+            c = X[i, j, 3]
+            h = 0.0
+            for k in range(3):
+                ck = 0.5 * (lo[i, k] + hi[i, k])
+                hk = 0.5 * (hi[i, k] - lo[i, k])
+                c += X[i, j, k] * ck
+                h += abs(X[i, j, k]) * hk
+            wlo[i, j] = c - h
+            whi[i, j] = c + h
+    return wlo, whi
+
+
+@njit(cache=True)
+def broadphase(X, pairs, lo, hi, valid, margin):
+    """Indices of ``pairs`` whose world bounds are within ``margin`` of each other."""
+    wlo, whi = world_aabbs(X, lo, hi, valid)
+    out = np.empty(pairs.shape[0], np.int64)
+    k = 0
+    for p in range(pairs.shape[0]):
+        a = pairs[p, 0]
+        b = pairs[p, 1]
+        if _box_overlap(wlo[a], whi[a], wlo[b], whi[b], margin):
+            out[k] = p
+            k += 1
+    return out[:k]
+
+
+@njit(cache=True)
+def pair_candidates(ia, ib, X, P, thr, C, C2):
+    """All contact candidates of pair (ia, ib) into C; returns their number (may exceed len(C)).
+
+    Edge/vertex contacts of sharp features (C2) count only when the pair has no face contact: a
+    face contact's boundary would otherwise add spurious points with tilted normals.
+    """
+    ka = P[P_KIND][ia]
+    kb = P[P_KIND][ib]
+    ra = ka == SPHERE or ka == CAPSULE
+    rb = kb == SPHERE or kb == CAPSULE
+    pa = ka == BOX or ka == MESH
+    pb = kb == BOX or kb == MESH
+    cnt = 0
+    cnt2 = 0
+    if ra and rb:
+        cnt = _round_round(ia, ib, X, P, thr, C, cnt)
+    elif ka == CYLINDER and kb == SPHERE:
+        cnt = _cyl_sphere(ia, ib, X, P, thr, C, cnt, False)
+    elif kb == CYLINDER and ka == SPHERE:
+        cnt = _cyl_sphere(ib, ia, X, P, thr, C, cnt, True)
+    elif ra:
+        cnt, cnt2 = _round_poly(ia, ib, X, P, thr, C, cnt, C2, cnt2, False)
+    elif rb:
+        cnt, cnt2 = _round_poly(ib, ia, X, P, thr, C, cnt, C2, cnt2, True)
+    elif ka == CYLINDER and pb:
+        cnt, cnt2 = _cyl_poly(ia, ib, X, P, thr, C, cnt, C2, cnt2, False)
+    elif kb == CYLINDER and pa:
+        cnt, cnt2 = _cyl_poly(ib, ia, X, P, thr, C, cnt, C2, cnt2, True)
+    else:  # polyhedra (a cylinder against a cylinder: their prisms)
+        cnt, cnt2 = _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, False, False)
+        cnt, cnt2 = _poly_pass(ib, ia, X, P, thr, C, cnt, C2, cnt2, True, False)
+        if cnt == 0:
+            cnt, cnt2 = _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, False, True)
+            cnt, cnt2 = _poly_pass(ib, ia, X, P, thr, C, cnt, C2, cnt2, True, True)
+    if cnt == 0 and cnt2 > 0:
+        if cnt2 > C2.shape[0] or cnt2 > C.shape[0]:
+            return max(cnt2, C.shape[0] + 1)
+        for i in range(cnt2):
+            for j in range(10):
+                C[i, j] = C2[i, j]
+        return cnt2
+    return cnt
+
+
+@njit(cache=True)
+def contacts_kernel(X, pairs, P, valid, thr, cos_tol, region_tol, C, C2, O_ab, O_f):
+    """Broad phase, candidates and reduction for every pair.
+
+    Returns (number of contacts written (may exceed len(O_f): call again with more room),
+    largest candidate count of one pair (may exceed len(C): likewise)).
+    """
+    sel = broadphase(X, pairs, P[P_LO], P[P_HI], valid, thr)
+    k = 0
+    worst = 0
+    for p in sel:
+        ia = pairs[p, 0]
+        ib = pairs[p, 1]
+        m = pair_candidates(ia, ib, X, P, thr, C, C2)
+        if m > worst:
+            worst = m
+        if m > C.shape[0]:
+            continue
+        k = _reduce(C, m, ia, ib, cos_tol, region_tol, O_ab, O_f, k)
+    return k, worst
+
+
+# ---------------------------------------------------------------------------------------------
+# signed distance of points to a whole shape (interpenetration depth, containment guard)
+
+@njit(cache=True)
+def sdf_points(P, ib, pts):
+    """Signed distances (m, < 0 inside) of points given in body ib's shape frame to its shape."""
+    k = P[P_KIND][ib]
+    r = P[P_RAD][ib]
+    h = P[P_HALF][ib]
+    out = np.empty(pts.shape[0])
+    allt = np.arange(P[P_TOFF][ib], P[P_TOFF][ib] + P[P_TCNT][ib])
+    for i in range(pts.shape[0]):
+        x = v3(pts[i])
+        if k == SPHERE:
+            out[i] = norm(x) - r
+        elif k == CAPSULE:
+            y, _ = closest_pt_seg(x, (0.0, 0.0, -h[2]), (0.0, 0.0, h[2]))
+            out[i] = norm(sub(x, y)) - r
+        elif k == BOX:
+            o = 0.0
+            inn = -1e300
+            for j in range(3):
+                q = abs(x[j]) - h[j]
+                if q > 0.0:
+                    o += q * q
+                inn = max(inn, q)
+            out[i] = math.sqrt(o) + min(inn, 0.0)
+        elif k == CYLINDER:
+            _, sd, _ = cylinder_closest(x, r, h[2])
+            out[i] = sd
+        else:
+            sd, _ = _signed_poly(x, P, allt)
+            out[i] = sd
+    return out

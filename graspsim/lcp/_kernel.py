@@ -1,0 +1,807 @@
+"""Compiled core of the Lemke solver (numba, compiled lazily, cached on disk).
+
+Everything here works on a *scaled* copy of the problem
+
+    w' = A z' + q' + d z0,   A = D M D,  q' = D q / s,  z = s D z',  w = s D^-1 w'
+
+with D a power-of-two symmetric (Ruiz) equilibration, so scaling and
+unscaling are exact in floating point and the LCP class of M is preserved.
+
+Variables are numbered 0..n-1 (w_i), n..2n-1 (z_i) and 2n (the artificial
+z0).  The basis inverse (row p belongs to basis position p) and the basic
+values x = Binv q' are kept up to date by rank-one (eta) updates; columns of
+Binv that are unit vectors (those of basic w's) are not stored, so a pivot
+costs O(n k) with k the number of basic z's.  A = D M D is never formed: its
+entries are produced on the fly.  The product form is monitored by an O(n k)
+residual ||q' - B x|| and refactorised (dense LU with partial pivoting) when
+it has drifted.
+
+No function in this module is compiled at import time.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+# status codes shared with the Python wrapper
+SOLVED = 0
+RAY = 1
+MAX_PIVOTS = 2
+NUMERICAL = 3
+NONFINITE = -1
+BAD_COVER = -2
+
+
+# --------------------------------------------------------------------------
+# small dense linear algebra (no LAPACK: keeps the kernel self-contained)
+# --------------------------------------------------------------------------
+@njit(cache=True)
+def _lu_factor(A, piv):
+    """In-place LU with partial pivoting.  Returns False when singular."""
+    m = A.shape[0]
+    amax = 0.0
+    for i in range(m):
+        for j in range(m):
+            v = abs(A[i, j])
+            if v > amax:
+                amax = v
+    if amax == 0.0 and m > 0:
+        return False
+    tiny = amax * 1e-14
+    for k in range(m):
+        p = k
+        best = abs(A[k, k])
+        for i in range(k + 1, m):
+            v = abs(A[i, k])
+            if v > best:
+                best = v
+                p = i
+        if best <= tiny:
+            return False
+        piv[k] = p
+        if p != k:
+            for j in range(m):
+                t = A[k, j]
+                A[k, j] = A[p, j]
+                A[p, j] = t
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, m):
+            f = A[i, k] * inv
+            if f != 0.0:
+                A[i, k] = f
+                for j in range(k + 1, m):
+                    A[i, j] -= f * A[k, j]
+            else:
+                A[i, k] = 0.0
+    return True
+
+
+@njit(cache=True)
+def _lu_solve(LU, piv, b):
+    m = LU.shape[0]
+    for k in range(m):
+        p = piv[k]
+        if p != k:
+            t = b[k]
+            b[k] = b[p]
+            b[p] = t
+    for i in range(m):
+        s = b[i]
+        for j in range(i):
+            s -= LU[i, j] * b[j]
+        b[i] = s
+    for i in range(m - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, m):
+            s -= LU[i, j] * b[j]
+        b[i] = s / LU[i, i]
+
+
+# --------------------------------------------------------------------------
+# scaling and input checks
+# --------------------------------------------------------------------------
+@njit(cache=True, fastmath={"reassoc"})
+def _all_finite(M, q):
+    acc = 0.0
+    n = q.shape[0]
+    for i in range(n):
+        acc += q[i] - q[i]
+        for j in range(n):
+            acc += M[i, j] - M[i, j]      # nan for inf and nan entries
+    return acc == 0.0
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _row_col_sq(M, D, R, C):
+    """R_i = sum_j (M_ij D_j)^2, C_j = sum_i (M_ij D_i)^2 (vectorisable)."""
+    n = D.shape[0]
+    for j in range(n):
+        C[j] = 0.0
+    for i in range(n):
+        r = 0.0
+        di2 = D[i] * D[i]
+        for j in range(n):
+            v = M[i, j] * D[j]
+            r += v * v
+            C[j] += M[i, j] * M[i, j] * di2
+        R[i] = r
+
+
+@njit(cache=True)
+def _pow2_exp(t):
+    """An integer k with 2^k close to t > 0 (|k - log2 t| <= 0.6): cheap,
+    only used to choose scale factors."""
+    m, e = math.frexp(t)              # t = m 2^e, 0.5 <= m < 1
+    return e - 1 if m < 0.7071067811865476 else e
+
+
+@njit(cache=True)
+def _equilibrate(M, passes):
+    """Symmetric power-of-two scaling D (A = D M D, exact in floating point);
+    returns (D, all entries of M finite).
+
+    Start from the Jacobi scaling D_i ~ M_ii^(-1/2) for positive diagonal
+    entries (for a PSD block this already bounds |A_ij| by 1), then make
+    `passes` symmetric Ruiz passes in the 2-norm: D_i is divided by the
+    power of two nearest to sqrt(max(||A_i,:||, ||A_:,i||)).  Rows and
+    columns that are entirely zero keep D_i."""
+    n = M.shape[0]
+    D = np.ones(n)
+    for i in range(n):
+        if M[i, i] > 0.0:
+            D[i] = math.ldexp(1.0, -(_pow2_exp(M[i, i]) // 2))
+    R = np.empty(n)
+    C = np.empty(n)
+    for _ in range(passes):
+        _row_col_sq(M, D, R, C)
+        changed = False
+        for i in range(n):
+            t2 = max(R[i], C[i])
+            if not np.isfinite(t2):
+                return D, False        # a NaN or inf entry in M
+            if t2 > 0.0:
+                # ||A_i|| = D_i sqrt(t2); divide D_i by ~||A_i||^(1/2)
+                k = _pow2_exp(D[i] * D[i] * t2) // 4
+                if k != 0:
+                    D[i] = math.ldexp(D[i], -k)
+                    changed = True
+        if not changed:
+            break
+    return D, True
+
+
+# --------------------------------------------------------------------------
+# verification against the ORIGINAL data
+# --------------------------------------------------------------------------
+@njit(cache=True)
+def _verify(M, q, z, w, D, s):
+    """w <- M z + q, and return the worst scaled violation of
+    z >= 0, w >= 0 and min(z_i, w_i) = 0.
+
+    Scales (componentwise): for w_i the size of the terms that make it up,
+    |q_i| + sum_j |M_ij z_j|, plus 1e-3 of the equilibrated size of q as a
+    floor; for z_i the largest component of z in equilibrated variables,
+    D_i * max_j |z_j| / D_j (floored at 1e-6 of the equilibrated size of q)."""
+    n = q.shape[0]
+    nz = np.empty(n, dtype=np.int64)
+    m = 0
+    zmax = 0.0
+    for j in range(n):
+        if z[j] != 0.0:
+            nz[m] = j
+            m += 1
+            v = abs(z[j]) / D[j]
+            if v > zmax:
+                zmax = v
+    if zmax < 1e-6 * s:
+        zmax = 1e-6 * s
+    worst = 0.0
+    for i in range(n):
+        acc = q[i]
+        mag = abs(q[i])
+        for t in range(m):
+            j = nz[t]
+            p = M[i, j] * z[j]
+            acc += p
+            mag += abs(p)
+        w[i] = acc
+        ws = mag + 1e-3 * s / D[i]
+        zs = zmax * D[i]
+        v = max(-z[i] / zs, max(-acc / ws, min(abs(z[i]) / zs, abs(acc) / ws)))
+        if v > worst:
+            worst = v
+    return worst
+
+
+@njit(cache=True)
+def _ray_certificate(M, q, y, tol):
+    """Farkas certificate of infeasibility of {z >= 0, M z + q >= 0}:
+    y >= 0, M^T y <= 0 and q.y < 0, each relative to the size of its terms
+    (so that no z >= 0 can make y.(M z + q) = (M^T y).z + q.y non-negative).
+    Returns True when y certifies infeasibility."""
+    n = q.shape[0]
+    ymax = 0.0
+    for i in range(n):
+        if abs(y[i]) > ymax:
+            ymax = abs(y[i])
+    if ymax == 0.0:
+        return False
+    for i in range(n):
+        if y[i] < -tol * ymax:
+            return False
+    qy = 0.0
+    qmag = 0.0
+    for i in range(n):
+        qy += q[i] * y[i]
+        qmag += abs(q[i] * y[i])
+    if qmag == 0.0 or not (qy < -1e-6 * qmag):
+        return False
+    for j in range(n):
+        acc = 0.0
+        mag = 0.0
+        for i in range(n):
+            t = M[i, j] * y[i]
+            acc += t
+            mag += abs(t)
+        if acc > tol * mag:
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------
+# the pivoting core
+#
+# Basis inverse storage: column c of Binv is the unit vector e_{loc[c]}
+# whenever w_c is basic ("trivial" column).  Only the other columns (w_c
+# nonbasic; there are as many as basic z's plus z0) are stored, as rows
+# BT[c, :] of an n x n array; ntc[:nk] lists them and slot[c] is the index of
+# c in ntc (or -1).  A pivot and an entering column cost O(n * nk).
+# --------------------------------------------------------------------------
+@njit(cache=True)
+def _load_col(M, D, AC, have, cmax, j):
+    """Row j of AC <- column j of A = D M D (computed once, on first use);
+    cmax[j] <- its largest magnitude."""
+    if not have[j]:
+        n = D.shape[0]
+        dj = D[j]
+        m = 0.0
+        for i in range(n):
+            v = D[i] * M[i, j] * dj
+            AC[j, i] = v
+            m = max(m, abs(v))
+        cmax[j] = m
+        have[j] = True
+
+
+@njit(cache=True)
+def _binv(BT, slot, loc, i, c):
+    """Entry (i, c) of the basis inverse."""
+    if slot[c] >= 0:
+        return BT[c, i]
+    return 1.0 if loc[c] == i else 0.0
+
+
+@njit(cache=True)
+def _lex_refine(BT, slot, loc, ntc, nk, den, ties, nt, mark):
+    """Among rows `ties[:nt]` (tied on the first component) return the row
+    whose vector Binv_i / den_i is lexicographically smallest.  Rows of a
+    nonsingular Binv are distinct, so in exact arithmetic this is unique;
+    numerically indistinguishable rows fall back to the largest den_i.
+
+    A trivial column c of Binv (w_c basic at position loc[c]) is the unit
+    vector e_loc[c]: it only removes row loc[c] from the ties (its entry is
+    positive, the others' are zero).  `mark` is an all-False work array."""
+    n = den.shape[0]
+    bscale = 1.0
+    for t in range(nk):
+        c = ntc[t]
+        for u in range(nt):
+            bscale = max(bscale, abs(BT[c, ties[u]]))
+    lex_tol = 1e-11 * bscale
+    for t in range(nt):
+        mark[ties[t]] = True
+    for c in range(n):
+        if slot[c] < 0:
+            p = loc[c]
+            if mark[p]:
+                mark[p] = False
+                m = 0
+                for t in range(nt):
+                    if ties[t] != p:
+                        ties[m] = ties[t]
+                        m += 1
+                nt = m
+        else:
+            vmin = np.inf
+            for t in range(nt):
+                i = ties[t]
+                vmin = min(vmin, BT[c, i] / den[i])
+            m = 0
+            for t in range(nt):
+                i = ties[t]
+                if BT[c, i] - den[i] * vmin <= lex_tol:
+                    ties[m] = i
+                    m += 1
+                else:
+                    mark[i] = False
+            nt = m
+        if nt == 1:
+            mark[ties[0]] = False
+            return ties[0]
+    best = ties[0]
+    for t in range(nt):
+        mark[ties[t]] = False
+        if den[ties[t]] > den[best]:
+            best = ties[t]
+    return best
+
+
+@njit(cache=True)
+def _lex_choose(BT, slot, loc, ntc, nk, x, den, cand, nc, z0pos, feas_tol, ties, mark):
+    """Lexicographic minimum ratio test: the row minimising
+    [max(x_i, 0), Binv_i] / den_i over the candidate rows (den_i > 0).
+
+    Rows count as tied on the first component when their ratios differ from
+    the minimum by at most feas_tol / max(den): pivoting on any of them then
+    leaves every other candidate row >= -feas_tol.  If the row of z0 is among
+    the ties it is chosen (that pivot ends the algorithm)."""
+    tmin = np.inf
+    dmax = 0.0
+    for t in range(nc):
+        i = cand[t]
+        tv = max(x[i], 0.0) / den[i]
+        if tv < tmin:
+            tmin = tv
+        dmax = max(dmax, den[i])
+    ttol = feas_tol / dmax
+    nt = 0
+    for t in range(nc):
+        i = cand[t]
+        if max(x[i], 0.0) / den[i] - tmin <= ttol:
+            ties[nt] = i
+            nt += 1
+    if nt == 1:
+        return ties[0]
+    for t in range(nt):
+        if ties[t] == z0pos:
+            return z0pos
+    return _lex_refine(BT, slot, loc, ntc, nk, den, ties, nt, mark)
+
+
+@njit(cache=True)
+def _pivot(BT, slot, ntc, nk, loc, basis, x, a, r, entering):
+    """Exchange basis[r] for `entering` whose updated column is `a`."""
+    n = x.shape[0]
+    leaving = basis[r]
+    inv = 1.0 / a[r]
+    drop = entering if entering < n else -1     # its column becomes e_r
+    for t in range(nk):
+        c = ntc[t]
+        if c == drop:
+            continue
+        f = BT[c, r] * inv
+        if f != 0.0:
+            for k in range(n):
+                BT[c, k] -= f * a[k]
+            BT[c, r] = f
+    th = x[r] * inv
+    for k in range(n):
+        x[k] -= a[k] * th
+    x[r] = th
+    if leaving < n:                             # column of w_leaving: e_r -> eta
+        for k in range(n):
+            BT[leaving, k] = -a[k] * inv
+        BT[leaving, r] = inv
+        slot[leaving] = nk
+        ntc[nk] = leaving
+        nk += 1
+    if drop >= 0:
+        t = slot[drop]
+        last = ntc[nk - 1]
+        ntc[t] = last
+        slot[last] = t
+        slot[drop] = -1
+        nk -= 1
+    basis[r] = entering
+    loc[leaving] = -1
+    loc[entering] = r
+    return nk
+
+
+@njit(cache=True)
+def _basis_residual(AC, dcov, qs, basis, x):
+    """||q' - B x||_inf / (1 + ||x||_inf)  (O(n k))."""
+    n = qs.shape[0]
+    r = qs.copy()
+    xm = 0.0
+    for p in range(n):
+        v = basis[p]
+        xp = x[p]
+        if abs(xp) > xm:
+            xm = abs(xp)
+        if xp == 0.0:
+            continue
+        if v < n:
+            r[v] -= xp
+        elif v < 2 * n:
+            j = v - n
+            for i in range(n):
+                r[i] += AC[j, i] * xp
+        else:
+            for i in range(n):
+                r[i] += dcov[i] * xp
+    rm = 0.0
+    for i in range(n):
+        if abs(r[i]) > rm:
+            rm = abs(r[i])
+    return rm / (1.0 + xm)
+
+
+@njit(cache=True)
+def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
+    """Recompute the stored columns of Binv and x = Binv q' from the basis by
+    a dense LU factorisation.  False if the basis matrix is singular."""
+    n = qs.shape[0]
+    B = np.zeros((n, n))
+    for p in range(n):
+        v = basis[p]
+        if v < n:
+            B[v, p] = 1.0
+        elif v < 2 * n:
+            j = v - n
+            for i in range(n):
+                B[i, p] = -AC[j, i]
+        else:
+            for i in range(n):
+                B[i, p] = -dcov[i]
+    piv = np.empty(n, dtype=np.int64)
+    if not _lu_factor(B, piv):
+        return False
+    col = np.empty(n)
+    for t in range(nk):
+        c = ntc[t]
+        for i in range(n):
+            col[i] = 0.0
+        col[c] = 1.0
+        _lu_solve(B, piv, col)
+        for i in range(n):
+            BT[c, i] = col[i]
+    for i in range(n):
+        x[i] = qs[i]
+    _lu_solve(B, piv, x)
+    return True
+
+
+@njit(cache=True)
+def _lemke_core(M, D, qs, dcov, max_pivots, check_every, piv_rel, piv_abs,
+                basis, loc, BT, x, a, counters):
+    """Complementary pivoting from the standard start (basis = all w).
+
+    On return basis/loc/x describe the final basis and `a` holds the last
+    entering column (the ray direction when the status is RAY).
+    Returns (status, pivots, entering variable).  counters[0] = number of
+    refactorisations."""
+    n = qs.shape[0]
+    nn = 2 * n
+    slot = np.full(n, -1, dtype=np.int64)
+    ntc = np.empty(n, dtype=np.int64)
+    AC = np.empty((n, n))                 # cached scaled columns of M
+    have = np.zeros(n, dtype=np.bool_)
+    cmax = np.empty(n)
+    nk = 0
+    for i in range(nn + 1):
+        loc[i] = -1
+    for i in range(n):
+        basis[i] = i
+        loc[i] = i
+        x[i] = qs[i]
+    cand = np.empty(n, dtype=np.int64)
+    ties = np.empty(n, dtype=np.int64)
+    mark = np.zeros(n, dtype=np.bool_)
+
+    # initial pivot: z0 enters with column -d.  The leaving row is the
+    # lexicographic maximum of -[q_i, e_i]/d_i = lexmin of [q_i, e_i]/d_i
+    # (no clamping here: these are the negative rows).
+    tmin = np.inf
+    for i in range(n):
+        tv = x[i] / dcov[i]
+        if tv < tmin:
+            tmin = tv
+    nt = 0
+    for i in range(n):
+        if x[i] - dcov[i] * tmin <= 1e-15 * abs(tmin) * dcov[i]:
+            ties[nt] = i
+            nt += 1
+    if nt == 1:
+        r = ties[0]
+    else:
+        r = _lex_refine(BT, slot, loc, ntc, nk, dcov, ties, nt, mark)
+    for i in range(n):
+        a[i] = -dcov[i]
+    entering = nn
+    pivots = 0
+    since_check = 0
+    while True:
+        leaving = basis[r]
+        nk = _pivot(BT, slot, ntc, nk, loc, basis, x, a, r, entering)
+        pivots += 1
+        since_check += 1
+        if leaving == nn:
+            return SOLVED, pivots, entering
+        if pivots >= max_pivots:
+            return MAX_PIVOTS, pivots, entering
+        # accuracy monitor of the product form
+        if since_check >= check_every:
+            since_check = 0
+            if _basis_residual(AC, dcov, qs, basis, x) > 1e-11:
+                counters[0] += 1
+                if not _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
+                    return NUMERICAL, pivots, entering
+                xm = 0.0
+                for i in range(n):
+                    xm = max(xm, abs(x[i]))
+                for i in range(n):
+                    if x[i] < -1e-7 * (1.0 + xm):
+                        return NUMERICAL, pivots, entering
+        # the complement of the leaving variable enters
+        if leaving < n:
+            entering = leaving + n
+            j = leaving
+            _load_col(M, D, AC, have, cmax, j)
+            cscale = cmax[j]
+            for p in range(n):            # trivial columns: gather
+                v = basis[p]
+                a[p] = -AC[j, v] if v < n else 0.0
+            for t in range(nk):
+                c = ntc[t]
+                f = AC[j, c]
+                if f != 0.0:
+                    for k in range(n):
+                        a[k] -= f * BT[c, k]
+        else:
+            entering = leaving - n
+            j = entering
+            for k in range(n):
+                a[k] = BT[j, k]
+            cscale = 1.0
+        # ratio test
+        amax = 0.0
+        xm = 1.0
+        for i in range(n):
+            amax = max(amax, abs(a[i]))
+            xm = max(xm, x[i])
+        ptol = max(piv_rel * amax, piv_abs * cscale)
+        nc = 0
+        for i in range(n):
+            if a[i] > ptol:
+                cand[nc] = i
+                nc += 1
+        if nc == 0:
+            return RAY, pivots, entering
+        r = _lex_choose(BT, slot, loc, ntc, nk, x, a, cand, nc, loc[nn], 1e-12 * xm,
+                        ties, mark)
+
+
+@njit(cache=True)
+def _principal_solve(M, D, qs, mask, z):
+    """z'_a = -A_aa^{-1} q'_a on the set `mask` (A = D M D), zero elsewhere,
+    with one step of iterative refinement.  False if A_aa is singular."""
+    n = qs.shape[0]
+    idx = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        z[i] = 0.0
+        if mask[i]:
+            idx[m] = i
+            m += 1
+    if m == 0:
+        return True
+    S = np.empty((m, m))
+    S0 = np.empty((m, m))
+    for r in range(m):
+        ir = idx[r]
+        for c in range(m):
+            ic = idx[c]
+            S[r, c] = D[ir] * M[ir, ic] * D[ic]
+            S0[r, c] = S[r, c]
+    piv = np.empty(m, dtype=np.int64)
+    if not _lu_factor(S, piv):
+        return False
+    sol = np.empty(m)
+    for r in range(m):
+        sol[r] = -qs[idx[r]]
+    _lu_solve(S, piv, sol)
+    res = np.empty(m)
+    for r in range(m):
+        acc = -qs[idx[r]]
+        for c in range(m):
+            acc -= S0[r, c] * sol[c]
+        res[r] = acc
+    _lu_solve(S, piv, res)
+    for r in range(m):
+        z[idx[r]] = sol[r] + res[r]
+    return True
+
+
+@njit(cache=True)
+def _basis_solve(M, D, dcov, qs, basis, xf):
+    """xf <- B^{-1} q' by a fresh dense LU of the basis matrix, plus one step
+    of iterative refinement.  False if B is numerically singular."""
+    n = qs.shape[0]
+    B = np.zeros((n, n))
+    for p in range(n):
+        v = basis[p]
+        if v < n:
+            B[v, p] = 1.0
+        elif v < 2 * n:
+            j = v - n
+            for i in range(n):
+                B[i, p] = -D[i] * M[i, j] * D[j]
+        else:
+            for i in range(n):
+                B[i, p] = -dcov[i]
+    B0 = B.copy()
+    piv = np.empty(n, dtype=np.int64)
+    if not _lu_factor(B, piv):
+        return False
+    for i in range(n):
+        xf[i] = qs[i]
+    _lu_solve(B, piv, xf)
+    r = np.empty(n)
+    for i in range(n):
+        acc = qs[i]
+        for p in range(n):
+            acc -= B0[i, p] * xf[p]
+        r[i] = acc
+    _lu_solve(B, piv, r)
+    for i in range(n):
+        xf[i] += r[i]
+    return True
+
+
+@njit(cache=True)
+def _z_from_basis(q, D, s, x, loc, zb, zs, z):
+    n = q.shape[0]
+    for j in range(n):
+        p = loc[n + j]
+        zb[j] = p >= 0
+        zs[j] = x[p] if p >= 0 else 0.0
+        z[j] = s * D[j] * zs[j]
+
+
+@njit(cache=True)
+def _recover(M, q, D, s, dcov, qs, x, basis, loc, zb, zs, z, w, tol):
+    """Candidate solution from the final basis (z0, if still basic, is set to
+    zero), unscaled and verified against the original data.  If it does not
+    verify: re-solve the basis system by a fresh LU with refinement, then
+    clamp round-off negatives.  Returns (verified, residual)."""
+    n = q.shape[0]
+    _z_from_basis(q, D, s, x, loc, zb, zs, z)
+    res = _verify(M, q, z, w, D, s)
+    if res <= tol:
+        return True, res
+    xf = np.empty(n)
+    if _basis_solve(M, D, dcov, qs, basis, xf):
+        _z_from_basis(q, D, s, xf, loc, zb, zs, z)
+        res = _verify(M, q, z, w, D, s)
+        if res <= tol:
+            return True, res
+        for i in range(n):
+            z[i] = max(z[i], 0.0)
+        res = _verify(M, q, z, w, D, s)
+        if res <= tol:
+            return True, res
+    return False, res
+
+
+@njit(cache=True)
+def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
+          z, w, zb, cert):
+    """Full pipeline: checks, scaling, warm start, pivoting, recovery and
+    verification.  Fills the output arrays z, w, zb (basic z's) and cert (ray
+    certificate) and returns (status, pivots, residual, has_certificate,
+    refactorisations)."""
+    n = q.shape[0]
+    for i in range(n):
+        z[i] = 0.0
+        zb[i] = False
+        cert[i] = 0.0
+    counters = np.zeros(2, dtype=np.int64)
+    qmin = 0.0
+    for i in range(n):
+        if not np.isfinite(q[i]):
+            return NONFINITE, 0, 0.0, False, 0
+        w[i] = q[i]
+        qmin = min(qmin, q[i])
+    if qmin >= 0.0 or not do_scale:
+        if not _all_finite(M, q):
+            return NONFINITE, 0, 0.0, False, 0
+    if qmin >= 0.0:                       # trivial case: z = 0, no pivot
+        return SOLVED, 0, 0.0, False, 0
+    if do_scale:
+        D, finite = _equilibrate(M, 1)
+        if not finite:
+            return NONFINITE, 0, 0.0, False, 0
+    else:
+        D = np.ones(n)
+    qs = np.empty(n)
+    s = 0.0
+    for i in range(n):
+        qs[i] = D[i] * q[i]
+        s = max(s, abs(qs[i]))
+    s = 2.0 ** math.ceil(math.log2(s))   # power of two: exact
+    for i in range(n):
+        qs[i] /= s
+    dcov = np.empty(n)
+    if dvec.shape[0] == n:
+        dm = 0.0
+        for i in range(n):
+            if not (dvec[i] > 0.0 and np.isfinite(dvec[i])):
+                return BAD_COVER, 0, 0.0, False, 0
+            dcov[i] = D[i] * dvec[i]
+            dm = max(dm, dcov[i])
+        for i in range(n):
+            dcov[i] /= dm
+    else:
+        for i in range(n):
+            dcov[i] = 1.0
+    zs = np.zeros(n)
+    res = np.inf
+    if use_warm:                          # try the guessed basis directly
+        if _principal_solve(M, D, qs, warm, zs):
+            for i in range(n):
+                z[i] = s * D[i] * zs[i]
+            res = _verify(M, q, z, w, D, s)
+            if res <= tol:
+                for i in range(n):
+                    zb[i] = warm[i]
+                return SOLVED, 0, res, False, 0
+            for i in range(n):
+                z[i] = 0.0
+                w[i] = q[i]
+    basis = np.empty(n, dtype=np.int64)
+    loc = np.empty(2 * n + 1, dtype=np.int64)
+    BT = np.empty((n, n))
+    x = np.empty(n)
+    a = np.empty(n)
+    if robust:
+        check_every, piv_rel, piv_abs = 1, 1e-9, 1e-11
+    else:
+        check_every, piv_rel, piv_abs = 16, 1e-11, 1e-12
+    status, pivots, entering = _lemke_core(M, D, qs, dcov, max_pivots, check_every,
+                                           piv_rel, piv_abs, basis, loc, BT, x, a,
+                                           counters)
+    nref = counters[0]
+    z0p = loc[2 * n]
+    if status == SOLVED or (z0p >= 0 and x[z0p] <= 1e-9 * (1.0 + np.abs(x).max())):
+        # a complementary basis (z0 left), or an almost complementary one
+        # whose z0 is numerically zero (then z0 := 0 gives a candidate too)
+        ok, res = _recover(M, q, D, s, dcov, qs, x, basis, loc, zb, zs, z, w, tol)
+        if ok:
+            return SOLVED, pivots, res, False, nref
+        if status == SOLVED:
+            return NUMERICAL, pivots, res, False, nref
+        for i in range(n):
+            zb[i] = False
+    for i in range(n):
+        z[i] = 0.0
+        w[i] = q[i]
+    if status == RAY:
+        # ray: entering variable +1, basic variables -a; its z-part, unscaled
+        for j in range(n):
+            p = loc[n + j]
+            if p >= 0:
+                zb[j] = True
+                cert[j] = -a[p]
+        if entering >= n and entering < 2 * n:
+            cert[entering - n] = 1.0
+        cm = 0.0
+        for i in range(n):
+            cert[i] *= D[i]
+            cm = max(cm, abs(cert[i]))
+        if cm > 0.0:
+            for i in range(n):
+                cert[i] /= cm
+        ok = _ray_certificate(M, q, cert, 1e-9)
+        return RAY, pivots, np.inf, ok, nref
+    return status, pivots, np.inf, False, nref
