@@ -36,6 +36,7 @@ class IslandProblem:
     D: np.ndarray              # (nv, nc * u) friction direction rows
     mu: np.ndarray             # (nc,) friction coefficients
     u: int                     # friction directions per contact
+    compliance: float = 0.0    # contact compliance, relative to the mean diagonal of G (see Simulator)
 
 
 def project_positions(Minv: np.ndarray, Jh: np.ndarray, err: np.ndarray) -> np.ndarray:
@@ -119,6 +120,13 @@ def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
     m = nl + nfr + (nc if nfr else 0)
     Mlcp = np.zeros((m, m))
     Mlcp[:nl + nfr, :nl + nfr] = G
+    if p.compliance > 0 and nl + nfr > p.n_limits:
+        # contact compliance (a modelling choice, solved exactly): makes the contact impulse
+        # distribution unique -- the least-norm one as compliance -> 0 -- instead of an arbitrary
+        # vertex that loads a single corner of a face contact
+        dg = np.diag(G)[p.n_limits:]
+        idx = np.arange(p.n_limits, nl + nfr)
+        Mlcp[idx, idx] += p.compliance * float(dg.mean())
     qlcp = np.zeros(m)
     qlcp[:nl] = p.bl
     qlcp[:nl + nfr] = qlcp[:nl + nfr] + H.T @ v_free

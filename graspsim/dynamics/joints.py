@@ -196,58 +196,71 @@ def _pair_rows(jac_child: np.ndarray, jac_parent: np.ndarray, p_slot: np.ndarray
     return Rows(np.stack([p_slot, c_slot], 1), np.stack([-jac_parent, jac_child], 1), err)
 
 
+# row types of the joint template: linear along a world axis, angular about a world axis,
+# linear along a perpendicular of the joint axis, angular about such a perpendicular
+LIN_E, ANG_E, LIN_P, ANG_P = 0, 1, 2, 3
+_TEMPLATE = {0: [(LIN_E, 0), (LIN_E, 1), (LIN_E, 2), (ANG_P, 0), (ANG_P, 1)],     # revolute
+             1: [(ANG_E, 0), (ANG_E, 1), (ANG_E, 2), (LIN_P, 0), (LIN_P, 1)],     # prismatic
+             2: [(LIN_E, 0), (LIN_E, 1), (LIN_E, 2), (ANG_E, 0), (ANG_E, 1), (ANG_E, 2)]}  # fixed
+
+
+def row_template(js: JointSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row_joint, row_type, row_k) for every equality row of every joint (5, 5 or 6 per joint)."""
+    cached = js.__dict__.get("_template")
+    if cached is None:
+        rj, rt, rk = [], [], []
+        for n, kind in enumerate(js.kind):
+            for t, k in _TEMPLATE[int(kind)]:
+                rj.append(n); rt.append(t); rk.append(k)
+        cached = (np.array(rj, dtype=np.int64), np.array(rt, dtype=np.int64), np.array(rk, dtype=np.int64))
+        object.__setattr__(js, "_template", cached)
+    return cached
+
+
 def equality_rows(js: JointSet, F: JointFrames, slot: np.ndarray, com_W: np.ndarray) -> Rows:
     """The joint constraint rows J^T v = 0 (eq. 7) with each row's position error in ``rhs``.
 
     Revolute: 3 linear rows at the joint origin + 2 angular rows perpendicular to the axis;
     prismatic: 3 angular rows + 2 linear rows perpendicular to the axis; fixed: 3 + 3.
     ``rhs`` holds the position error (child side minus parent side, m or rad) that eq. (16) turns
-    into a correction velocity.
+    into a correction velocity.  One vectorised pass over a precomputed row template.
     """
-    blocks = []
+    rj, rt, rk = row_template(js)
+    if not len(rj):
+        return Rows.empty()
     eye = np.eye(3)
-    # rotation error (small-angle vector taking R to R_c), and origin error
+    perp_type = (rt == LIN_P) | (rt == ANG_P)
+    d = np.where(perp_type[:, None], F.perp[rj, np.minimum(rk, 1)], eye[rk])
+    lin = (rt == LIN_E) | (rt == LIN_P)
+    o = F.o[rj]
+    jc = np.zeros((len(rj), 6))
+    jp = np.zeros((len(rj), 6))
+    jc[lin, :3] = d[lin]
+    jc[lin, 3:] = cross(o[lin] - com_W[js.child[rj[lin]]], d[lin])
+    jp[lin, :3] = d[lin]
+    jp[lin, 3:] = cross(o[lin] - com_W[js.parent[rj[lin]]], d[lin])
+    ang = ~lin
+    jc[ang, 3:] = d[ang]
+    jp[ang, 3:] = d[ang]
+    # position errors (child side minus parent side)
     d_o = F.o_c - F.o
-    for code in (0, 1, 2):
-        idx = np.flatnonzero(js.kind == code)
-        if not len(idx):
-            continue
-        n = len(idx)
-        o = F.o[idx]
-        pc, cc = com_W[js.parent[idx]], com_W[js.child[idx]]
-        ps, cs = slot[js.parent[idx]], slot[js.child[idx]]
-        Rerr = np.einsum("nij,nkj->nik", F.R_c[idx], F.R[idx])     # R_c R^T
-        rot = 0.5 * np.stack([Rerr[:, 2, 1] - Rerr[:, 1, 2], Rerr[:, 0, 2] - Rerr[:, 2, 0],
-                              Rerr[:, 1, 0] - Rerr[:, 0, 1]], 1)    # ~ rotation vector for small errors
-        if code == 0:      # revolute: linear x, y, z at o; angular along the two perpendiculars
-            for k in range(3):
-                d = np.broadcast_to(eye[k], (n, 3))
-                blocks.append(_pair_rows(linear_row(d, o, cc), linear_row(d, o, pc), ps, cs, d_o[idx, k]))
-            for k in range(2):
-                d = F.perp[idx, k]
-                # axis misalignment: a x a_c projected on the perpendicular
-                a_c = np.einsum("nij,nj->ni", F.R_c[idx], js.axis[idx])
-                err = np.einsum("ni,ni->n", cross(F.axis[idx], a_c), d)
-                blocks.append(_pair_rows(angular_row(d), angular_row(d), ps, cs, err))
-        elif code == 1:    # prismatic: angular x, y, z; linear along the two perpendiculars
-            for k in range(3):
-                d = np.broadcast_to(eye[k], (n, 3))
-                blocks.append(_pair_rows(angular_row(d), angular_row(d), ps, cs, rot[:, k]))
-            for k in range(2):
-                d = F.perp[idx, k]
-                err = np.einsum("ni,ni->n", d_o[idx], d)
-                blocks.append(_pair_rows(linear_row(d, o, cc), linear_row(d, o, pc), ps, cs, err))
-        else:              # fixed: all six
-            for k in range(3):
-                d = np.broadcast_to(eye[k], (n, 3))
-                blocks.append(_pair_rows(linear_row(d, o, cc), linear_row(d, o, pc), ps, cs, d_o[idx, k]))
-            for k in range(3):
-                d = np.broadcast_to(eye[k], (n, 3))
-                blocks.append(_pair_rows(angular_row(d), angular_row(d), ps, cs, rot[:, k]))
-    rows = Rows.concat(blocks)
-    # rows between two static bodies (e.g. a fixed base's joint chain frozen) carry no unknowns
-    keep = np.any(rows.bodies >= 0, axis=1)
-    return rows.select(keep)
+    Rerr = np.einsum("nij,nkj->nik", F.R_c, F.R)       # R_c R^T: small rotation from J to J'
+    rot = 0.5 * np.stack([Rerr[:, 2, 1] - Rerr[:, 1, 2], Rerr[:, 0, 2] - Rerr[:, 2, 0], Rerr[:, 1, 0] - Rerr[:, 0, 1]], 1)
+    a_c = np.einsum("nij,nj->ni", F.R_c, js.axis)
+    mis = cross(F.axis, a_c)                           # axis misalignment (revolute)
+    err = np.empty(len(rj))
+    m = rt == LIN_E
+    err[m] = d_o[rj[m], rk[m]]
+    m = rt == ANG_E
+    err[m] = rot[rj[m], rk[m]]
+    m = rt == LIN_P
+    err[m] = np.einsum("ni,ni->n", d_o[rj[m]], d[m])
+    m = rt == ANG_P
+    err[m] = np.einsum("ni,ni->n", mis[rj[m]], d[m])
+    bodies = np.stack([slot[js.parent[rj]], slot[js.child[rj]]], 1)
+    rows = Rows(bodies, np.stack([-jp, jc], 1), err)
+    # rows between two static bodies carry no unknowns
+    return rows.select(np.any(bodies >= 0, axis=1))
 
 
 def joint_wrenches(js: JointSet, F: JointFrames, tau: np.ndarray, com_W: np.ndarray, nbodies: int,

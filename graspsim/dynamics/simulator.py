@@ -72,6 +72,22 @@ class StepInfo:
     timing: dict = field(default_factory=dict)
 
 
+class _PairView:
+    """A collision model restricted to some pairs (for the impact search of step 3)."""
+
+    def __init__(self, model, pairs):
+        self.model, self.pairs, self.threshold = model, pairs, model.threshold
+
+    def penetrating(self, poses, pairs=None):
+        return self.model.penetrating(poses, pairs=self.pairs if pairs is None else pairs)
+
+    def pair_separations(self, poses, pairs):
+        return self.model.pair_separations(poses, pairs)
+
+    def names(self, i):
+        return self.model.names(i)
+
+
 class Simulator:
     """Time-stepping rigid-body simulation of a :class:`~graspsim.world.World`.
 
@@ -83,7 +99,7 @@ class Simulator:
     def __init__(self, world: World, dt: float | None = None, *, friction_directions: int = 8, gamma: float = 0.2,
                  threshold: float | None = None, static_speed: float = 1e-3, gravity=None,
                  collisions: bool = True, lemke: Callable | None = None, profile: bool = False,
-                 project_joints: bool = True):
+                 project_joints: bool = True, contact_compliance: float = 1e-6):
         self.world = world
         desc = world.description
         self.dt = float(dt if dt is not None else desc.dt)
@@ -101,6 +117,7 @@ class Simulator:
         self.js, self.ds = build_joint_sets(desc, self.table)
         self.profile = profile
         self.project_joints = project_joints
+        self.contact_compliance = float(contact_compliance)
         self._all_joints = np.arange(len(self.js))
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
@@ -141,6 +158,10 @@ class Simulator:
         self._ncomp, self._comp = connected_components(g, directed=False) if nb else (0, np.zeros(0, int))
         self._collision = None
         self._collisions_on = collisions
+        if collisions and len(self.table.collision_pairs):
+            # a world that starts with bodies inside each other is reported, not simulated
+            from ..collision import check_interpenetration
+            check_interpenetration(world, threshold=self.threshold)
         self._minv_cache = None
 
     # ------------------------------------------------------------------ public API
@@ -397,15 +418,22 @@ class Simulator:
         return cs if len(cs) else None
 
     def _first_impact_fraction(self, s: SimState, c1, q1, h) -> float:
+        """Step 3: the largest fraction of the move with no new interpenetration and no joint passing
+        its limit, by binary search (pairs already overlapping before the move are left to the
+        contact error correction rather than stopping time)."""
         frac = 1.0
         if self._collisions_on and len(self.table.collision_pairs):
             from ..collision import localize_impact
+
             model = self._collision_model()
-            move = lambda f: self._poses(*B.integrate_poses(s.c, s.q, s.v, f * h))
-            frac = localize_impact(move, model, threshold=self.threshold, X_end=self._poses(c1, q1))
-        # joint limits crossed by the full move: bisect to within the tolerance of the limit
-        frac = min(frac, self._limit_fraction(s, c1, q1, h))
-        return frac
+            watch = model.penetrating(self._poses(c1, q1))
+            if watch:
+                before = set(model.penetrating(self._poses(s.c, s.q), pairs=watch))
+                new = [p for p in watch if p not in before]
+                if new:
+                    move = lambda f: self._poses(*B.integrate_poses(s.c, s.q, s.v, f * h))
+                    frac = localize_impact(move, _PairView(model, new), threshold=self.threshold)
+        return min(frac, self._limit_fraction(s, c1, q1, h))
 
     def _limit_fraction(self, s, c1, q1, h) -> float:
         js = self.js
@@ -613,7 +641,7 @@ class Simulator:
             f_mask = li_f == isl
             D = frictions.select(f_mask).dense(slots, nb) if f_mask.any() else np.zeros((6 * len(slots), 0))
             prob = IslandProblem(slots, Minv[slots], a_over_M[slots].reshape(-1), Je, eps, comp, Hl, bl,
-                                 len(lim_r), D, mu[cidx] if len(cidx) else np.zeros(0), self.u)
+                                 len(lim_r), D, mu[cidx] if len(cidx) else np.zeros(0), self.u, self.contact_compliance)
             names = [self.table.names[self.bodies.table_index[x]] for x in slots]
             sol = solve_island(prob, lemke=self._lemke,
                                describe=lambda: f"island {isl} with bodies {', '.join(names)}")

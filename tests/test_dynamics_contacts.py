@@ -1,0 +1,167 @@
+"""Contact dynamics against analytic expectations: resting, sliding, stacking, pushing, pinching,
+momentum.  Each test states its expected value and why its tolerance holds."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graspsim
+from graspsim import spatial
+from graspsim.dynamics import DriveCommand, Simulator
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "tests" / "models"
+G = 9.81
+THR = 1e-4   # contact threshold; resting contacts are held at half of it (eq. 19)
+
+
+def force_on(sim, name):
+    """Total contact force (N, W) on a body (forces are reported on body_b; body_a gets the opposite)."""
+    i = sim.table.index[name]
+    c, f = sim.contacts, sim.contact_forces
+    return f[c.body_b == i].sum(0) - f[c.body_a == i].sum(0)
+
+
+def test_dropped_box_comes_to_rest_on_four_corners_without_sinking_or_jitter():
+    w = graspsim.load_world(MODELS / "box_drop.yaml")
+    sim = Simulator(w)
+    sim.run(1.0)
+    X0 = sim.body_pose("box").copy()
+    zs = []
+    for _ in range(400):  # one more second at rest
+        sim.step()
+        # lowest corner of the 6 cm cube above the table top (z = 0)
+        corners = (np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T * 0.03) @ \
+            sim.body_pose("box")[:3, :3].T + sim.body_pose("box")[:3, 3]
+        zs.append(corners[:, 2].min())
+    zs = np.array(zs)
+    assert len(sim.contacts) == 4
+    assert np.all(zs > -1e-6) and np.all(zs <= THR)          # resting inside (0, threshold]
+    assert np.ptp(zs) < 1e-6                                  # no jitter
+    assert np.linalg.norm(sim.body_pose("box")[:3, 3] - X0[:3, 3]) < 1e-6
+    assert np.abs(sim.body_velocity("box")).max() < 1e-6
+    # the four normal forces carry the weight (m g = 0.2 * 9.81)
+    assert force_on(sim, "box")[2] == pytest.approx(0.2 * G, rel=1e-6)
+
+
+def test_box_resting_10_s_does_not_drift():
+    w = graspsim.load_world(MODELS / "box_drop.yaml")
+    w.bodies["box"].pose = spatial.translation([0.05, -0.02, 0.03 + 0.5 * THR])
+    sim = Simulator(w)
+    sim.run(0.2)
+    p0 = sim.body_pose("box")[:3, 3].copy()
+    sim.run(10.0)
+    assert np.linalg.norm(sim.body_pose("box")[:3, 3] - p0) < 1e-6
+
+
+def _incline_sim(theta_deg):
+    w = graspsim.load_world(MODELS / "incline.yaml")
+    R = spatial.rot_x(np.radians(theta_deg))
+    w.bodies["plane"].pose = spatial.transform(R)
+    # start near the up-slope edge of the 1 m plane so a slide stays on it
+    w.bodies["box"].pose = spatial.transform(R, R @ [0, 0.44, 0.03 + 0.5 * THR])
+    return Simulator(w), R
+
+
+@pytest.mark.parametrize("theta", [15.0, 25.0])
+def test_block_sticks_below_friction_angle(theta):
+    # static mu = 0.5: tan(theta) = 0.27 and 0.47 < 0.5, so the block must not move
+    sim, R = _incline_sim(theta)
+    p0 = sim.body_pose("box")[:3, 3].copy()
+    sim.run(1.0)
+    assert np.linalg.norm(sim.body_pose("box")[:3, 3] - p0) < 1e-5
+
+
+def test_block_slides_above_friction_angle_with_coulomb_acceleration():
+    theta = 35.0                         # tan 35 = 0.70 > static 0.5
+    sim, R = _incline_sim(theta)
+    down = R @ [0, -1, 0]                # down-slope direction (the plane is tilted about x)
+    sim.run(0.2)                         # let it start sliding (kinetic friction from then on)
+    s0, t0 = sim.body_pose("box")[:3, 3] @ down, sim.time
+    v0 = sim.body_velocity("box")[:3] @ down
+    sim.run(0.4)                         # slides about 0.4 m in all: stays on the plane
+    s1, t1 = sim.body_pose("box")[:3, 3] @ down, sim.time
+    v1 = sim.body_velocity("box")[:3] @ down
+    a_expected = G * (np.sin(np.radians(theta)) - 0.4 * np.cos(np.radians(theta)))   # kinetic mu = 0.4
+    # the friction frame's first tangent points down the slope, so sliding follows a cone edge and
+    # the linearised cone gives exactly mu_k N: the acceleration is exact up to round-off
+    assert (v1 - v0) / (t1 - t0) == pytest.approx(a_expected, rel=1e-6)
+    # positions move with the previous step's velocity: s = v0 T + a T (T - h) / 2 for T = n h
+    T, h = t1 - t0, sim.dt
+    assert s1 - s0 == pytest.approx(v0 * T + 0.5 * a_expected * T * (T - h), rel=1e-6)
+
+
+def test_stack_of_three_boxes_stands():
+    w = graspsim.load_world(MODELS / "stack.yaml")
+    sim = Simulator(w)
+    p0 = {n: sim.body_pose(n)[:3, 3].copy() for n in ("b1", "b2", "b3")}
+    sim.run(2.0)
+    for n in ("b1", "b2", "b3"):
+        assert np.linalg.norm(sim.body_pose(n)[:3, 3] - p0[n]) < 2e-4, n
+        assert np.abs(sim.body_velocity(n)).max() < 1e-4
+    # every interface holds the weight above it
+    assert len(sim.contacts) >= 12
+
+
+@pytest.mark.parametrize("ratio,moves", [(0.8, False), (1.3, True)])
+def test_box_pushed_horizontally_moves_only_above_mu_m_g(ratio, moves):
+    w = graspsim.load_world(MODELS / "box_drop.yaml")
+    w.bodies["box"].pose = spatial.translation([0, 0, 0.03 + 0.5 * THR])
+    sim = Simulator(w)
+    sim.run(0.1)
+    mu_s = 0.4                           # wood on wood, static
+    F = ratio * mu_s * 0.2 * G
+    x0 = sim.body_pose("box")[0, 3]
+    for _ in range(200):
+        c = sim.body_pose("box")[:3, 3]
+        sim.apply_external_force("box", c, [F, 0, 0])   # through the centre of mass: no tipping
+        sim.step()
+    dx = sim.body_pose("box")[0, 3] - x0
+    if moves:
+        # kinetic mu 0.3 once sliding: a = F/m - mu_k g
+        a = F / 0.2 - 0.3 * G
+        assert dx == pytest.approx(0.5 * a * 0.5 ** 2, rel=0.05)
+    else:
+        assert abs(dx) < 1e-6
+
+
+@pytest.mark.parametrize("grip,holds", [(2.0, True), (1.0, False)])
+def test_parallel_jaw_pinch_holds_iff_2_mu_F_exceeds_m_g(grip, holds):
+    # rubber on wood: static mu 1.0; box 0.3 kg: m g = 2.94 N; 2 mu F = 4.0 N (holds) or 2.0 N (slips)
+    w = graspsim.load_world(MODELS / "pinch.yaml")
+    sim = Simulator(w)
+
+    class Squeeze:   # drive the opening towards 0 with the effort capped: each finger pushes with F
+        def command(self, sim):
+            # the DOF force is shared by the two fingers (ratio 1 each): per finger F = effort / 2
+            one = np.ones(1)
+            return DriveCommand(0 * one, 0 * one, 2000 * one, 20 * one, 0 * one, 2 * grip * one)
+
+    z0 = sim.body_pose("box")[2, 3]
+    sim.run(1.0, Squeeze())
+    dz = sim.body_pose("box")[2, 3] - z0
+    if holds:
+        assert abs(dz) < 1e-4
+        # the friction forces carry the weight; each finger presses with F
+        assert force_on(sim, "box")[2] == pytest.approx(0.3 * G, rel=1e-3)
+    else:
+        assert dz < -0.1     # fell away
+
+
+def test_momentum_is_conserved_in_a_collision_without_gravity():
+    w = graspsim.load_world(MODELS / "collide.yaml")
+    sim = Simulator(w)
+    ia, ib = sim.bodies.slot[sim.table.index["a"]], sim.bodies.slot[sim.table.index["b"]]
+    sim.state.v[ia, :3] = [1.0, 0.0, 0.0]
+    sim.state.v[ib, :3] = [-0.5, 0.0, 0.0]
+    m = sim.bodies.mass[[ia, ib]]
+    p0 = m[0] * sim.state.v[ia, :3] + m[1] * sim.state.v[ib, :3]
+    touched = False
+    for _ in range(200):
+        sim.step()
+        touched |= sim.contacts is not None
+        p = m[0] * sim.state.v[ia, :3] + m[1] * sim.state.v[ib, :3]
+        assert np.allclose(p, p0, atol=1e-9)
+    assert touched
