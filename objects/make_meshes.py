@@ -38,13 +38,13 @@ def mug() -> trimesh.Trimesh:
 
 
 def handset() -> trimesh.Trimesh:
-    """A phone handset: a 150 mm grip bar with an ear piece and a mouth piece bent down at the ends."""
-    bar = trimesh.creation.box(extents=(0.150, 0.045, 0.025))
-    bar.apply_translation([0, 0, 0.045])
+    """A phone handset: a 150 mm x 40 mm grip bar standing 35 mm high on an ear piece and a mouth piece."""
+    bar = trimesh.creation.box(extents=(0.150, 0.040, 0.018))
+    bar.apply_translation([0, 0, 0.044])
     parts = [bar]
     for sx in (-1, 1):
-        cup = trimesh.creation.box(extents=(0.050, 0.055, 0.045))
-        cup.apply_translation([sx * 0.085, 0, 0.0225 + 0.005])
+        cup = trimesh.creation.box(extents=(0.050, 0.055, 0.048))
+        cup.apply_translation([sx * 0.085, 0, 0.024 + 0.005])
         parts.append(cup)
     m = trimesh.boolean.union(parts, engine="manifold")
     m.apply_translation([0, 0, -m.bounds[0, 2]])  # resting face at z = 0

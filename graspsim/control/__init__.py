@@ -1,3 +1,15 @@
 """Control: PD drives tracking smooth trajectories, Cartesian lines through IK, auto-grasp, lift test."""
+from .autograsp import StaticGraspResult, static_auto_grasp  # noqa: F401
 from .pd import PDController  # noqa: F401
 from .trajectory import JointTrajectory, TrajectoryError, cartesian_line, joint_trajectory, quintic  # noqa: F401
+
+auto_grasp = static_auto_grasp   # the name the GUI and scripts use for the static (kinematic) auto-grasp
+
+
+def __getattr__(name):  # dynamic grasping pulls in the simulator: load lazily
+    if name in ("dynamic_auto_grasp", "lift_test", "DynamicGraspResult", "LiftResult", "dynamic_open_hand",
+                "approach"):
+        from . import dynamic
+
+        return getattr(dynamic, name)
+    raise AttributeError(f"module 'graspsim.control' has no attribute {name!r}")

@@ -66,3 +66,11 @@ def plot_gws(result: Any, path: Any = None, **kwargs: Any) -> Any:
     from .plot import plot_gws as _plot_gws
 
     return _plot_gws(result, path, **kwargs)
+
+
+def __getattr__(name: str) -> Any:  # object-level helpers need the world/collision layers: load lazily
+    if name in ("evaluate_grasp", "grasp_contacts", "torque_scale", "contact_force_margin", "GraspContacts"):
+        from . import objects
+
+        return getattr(objects, name)
+    raise AttributeError(f"module 'graspsim.grasp' has no attribute {name!r}")

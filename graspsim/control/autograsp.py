@@ -1,0 +1,186 @@
+"""Static (kinematic) auto-grasp: close every DOF at its default velocity until contact or limit.
+
+Each DOF with a non-zero ``velocity`` advances in small steps; when a step makes a hand link
+interpenetrate anything, a binary search on the step fraction brings the touching pair within the
+contact threshold (separation in (0, threshold]).  A link in contact stops the DOFs that move it --
+except a breakaway DOF whose *proximal* link touched: like the Barrett clutch, its proximal joint is
+then held and the distal joint keeps closing.  No dynamics: the object does not move.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import kinematics
+
+__all__ = ["StaticGraspResult", "static_auto_grasp"]
+
+
+@dataclass
+class StaticGraspResult:
+    """Outcome of :func:`static_auto_grasp` (DOF values in rad or m)."""
+
+    dofs: np.ndarray
+    joint_values: np.ndarray
+    stopped_by: dict                 # DOF name -> 'contact' | 'limit' | 'not moving' | 'iterations'
+    broke_away: list                 # breakaway DOFs whose proximal link was stopped
+    contacts: object = None          # ContactSet of the final pose (hand pairs only)
+    iterations: int = 0
+    evaluations: int = 0
+    quality: object = None           # GraspQuality when an object was named
+    grasp_contacts: object = None    # GraspContacts when an object was named
+    notes: list = field(default_factory=list)
+
+
+def _dof_moves_link(robot, link: int) -> dict[int, set]:
+    """For a link: {dof: set of joint indices of that DOF on the chain from the base to the link}."""
+    out: dict[int, set] = {}
+    k = robot.parent_joint[link]
+    while k >= 0:
+        j = robot.joints[k]
+        if j.dof >= 0:
+            out.setdefault(j.dof, set()).add(k)
+        k = robot.parent_joint[j.parent]
+    return out
+
+
+def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: float = np.radians(2.0),
+                      max_iterations: int = 400, threshold: float | None = None, analyze: bool = True,
+                      gws: str = "L1") -> StaticGraspResult:
+    """Close ``hand`` kinematically in ``world`` (whose state is updated to the final pose).
+
+    ``max_step`` bounds how far any joint moves between collision checks (rad, or m for prismatic
+    joints at the same numeric value / 20).  With ``obj`` named (default: the only dynamic object,
+    if there is exactly one), the grasp's contacts with it are analysed (force closure, epsilon,
+    volume).
+    """
+    from ..collision import localize_impact, model_for
+    from ..errors import CollisionError
+
+    h = world.robots[hand]
+    robot = h.description
+    ri = h.index
+    thr = world.description.contact_threshold if threshold is None else threshold
+    model = model_for(world, thr)
+    t = world.table
+    hand_bodies = set(int(i) for i in t.robot_links[ri])
+    pairs = model.pairs[np.isin(model.pairs[:, 0], list(hand_bodies)) | np.isin(model.pairs[:, 1], list(hand_bodies))]
+    link_of_body = {int(b): li for li, b in enumerate(t.robot_links[ri])}
+
+    nd = len(robot.dofs)
+    lim = robot.dof_limits
+    vel = np.array([d.velocity for d in robot.dofs])
+    dofs = h.dof_values.copy()
+    q = h.joint_values.copy()
+    active = (vel != 0)
+    stopped = {d.name: "not moving" for d, a in zip(robot.dofs, active) if not a}
+    broke: list[str] = []
+    locked: dict[int, float] = {}             # joint index -> held value (broken-away proximal joints)
+    moves = {li: _dof_moves_link(robot, li) for li in range(len(robot.links))}
+    poses = world.body_poses()
+    X_WB = h.base_pose
+    rev = np.array([j.kind == "revolute" for j in robot.joints])
+
+    def joints_for(x: np.ndarray) -> np.ndarray:
+        qq = kinematics.joint_values(robot, x)
+        for jn, v in locked.items():
+            qq[jn] = v
+        return qq
+
+    def poses_for(x: np.ndarray) -> np.ndarray:
+        P = poses.copy()
+        P[t.robot_links[ri]] = kinematics.forward_kinematics(robot, joints_for(x), X_WB)
+        return P
+
+    # DOFs already at their closing limit do not move
+    for d in np.flatnonzero(active):
+        if (vel[d] > 0 and dofs[d] >= lim[d, 1]) or (vel[d] < 0 and dofs[d] <= lim[d, 0]):
+            active[d] = False
+            stopped[robot.dofs[d].name] = "limit"
+    evals = 0
+    it = 0
+    for it in range(1, max_iterations + 1):
+        if not active.any():
+            break
+        # the step: every active DOF at its speed, the fastest joint moving at most max_step
+        rates = np.zeros(nd)
+        rates[active] = vel[active]
+        jrate = np.abs(np.array([j.ratio * rates[j.dof] if j.dof >= 0 else 0.0 for j in robot.joints]))
+        jrate = np.where(rev, jrate, jrate * 20.0)      # 1 mm of a prismatic joint ~ 1/20 rad
+        dt = max_step / max(float(jrate.max()), 1e-12)
+        target = np.clip(dofs + rates * dt, lim[:, 0], lim[:, 1])
+        P1 = poses_for(target)
+        evals += 1
+        frac = 1.0
+        if model.penetrating(P1, pairs=pairs):
+            start = dofs.copy()
+            move = lambda f: poses_for(start + f * (target - start))
+            try:
+                frac = localize_impact(move, _Pairs(model, pairs), threshold=thr)
+            except CollisionError:
+                frac = 0.0     # already touching (separation 0) at the start of the step: no advance
+            evals += 8
+        dofs = dofs + frac * (target - dofs)
+        # DOFs at their limits stop
+        for d in np.flatnonzero(active):
+            if (vel[d] > 0 and dofs[d] >= lim[d, 1] - 1e-12) or (vel[d] < 0 and dofs[d] <= lim[d, 0] + 1e-12):
+                active[d] = False
+                stopped[robot.dofs[d].name] = "limit"
+        if frac >= 1.0:
+            continue
+        # links now in contact stop the DOFs that move them (breakaway: the proximal joint is held)
+        P = poses_for(dofs)
+        cs = model.contacts(P, pairs=pairs)
+        touching = set()
+        for a, b in zip(cs.body_a, cs.body_b):
+            for x in (int(a), int(b)):
+                if x in link_of_body:
+                    touching.add(link_of_body[x])
+        for li in touching:
+            for d, js in moves[li].items():
+                if not active[d]:
+                    continue
+                dof = robot.dofs[d]
+                distal = dof.joints[-1]
+                if dof.kind == "breakaway" and len(dof.joints) > 1 and distal not in js and dof.joints[0] not in locked:
+                    locked[dof.joints[0]] = joints_for(dofs)[dof.joints[0]]
+                    broke.append(dof.name)
+                else:
+                    active[d] = False
+                    stopped[dof.name] = "contact"
+        if not touching:
+            # the bisection stopped short of contact without a touching pair (e.g. thin features)
+            pass
+    for d in np.flatnonzero(active):
+        stopped[robot.dofs[d].name] = "iterations"
+    qf = joints_for(dofs)
+    h.set_joint_values(qf) if locked else h.set_dofs(np.clip(dofs, lim[:, 0], lim[:, 1]))
+    P = world.body_poses()
+    cs = model.contacts(P, pairs=pairs)
+    res = StaticGraspResult(dofs=dofs, joint_values=qf, stopped_by=stopped, broke_away=broke, contacts=cs,
+                            iterations=it, evaluations=evals)
+    if obj is None:
+        dyn = [b.name for b in world.bodies.values() if b.dynamic]
+        obj = dyn[0] if len(dyn) == 1 else None
+    if obj is not None and analyze:
+        from ..grasp.objects import evaluate_grasp
+
+        res.quality, res.grasp_contacts = evaluate_grasp(world, hand, obj, contacts=cs, gws=gws)
+    return res
+
+
+class _Pairs:
+    """The collision model restricted to the hand's pairs (for the impact search)."""
+
+    def __init__(self, model, pairs):
+        self.model, self.pairs, self.threshold, self.table = model, pairs, model.threshold, model.table
+
+    def penetrating(self, poses, pairs=None):
+        return self.model.penetrating(poses, pairs=self.pairs if pairs is None else pairs)
+
+    def pair_separations(self, poses, pairs):
+        return self.model.pair_separations(poses, pairs)
+
+    def penetration_depth(self, i, j, poses):
+        return self.model.penetration_depth(i, j, poses)

@@ -1,0 +1,92 @@
+"""Object-level grasp analysis: from a world's contacts to :func:`graspsim.grasp.analyze`.
+
+The friction coefficient of each contact comes from the world's material table (static), the
+torque origin is the object's centre of mass and the torque scale GraspIt's: 1 / the largest
+distance from the centre of mass to the object's surface.  Contact normals are turned to point
+*into* the object (the direction the finger pushes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .quality import GraspQuality, analyze
+
+__all__ = ["GraspContacts", "grasp_contacts", "evaluate_grasp", "torque_scale", "contact_force_margin"]
+
+
+def torque_scale(world, obj: str) -> float:
+    """1 / (largest distance from the object's centre of mass to its surface) (1/m)."""
+    b = world.bodies[obj].instance.obj
+    verts = b.shape.vertices @ b.shape.X_LS[:3, :3].T + b.shape.X_LS[:3, 3]
+    com = b.inertial.com if b.inertial is not None else np.zeros(3)
+    return 1.0 / float(np.max(np.linalg.norm(verts - com, axis=1)))
+
+
+@dataclass
+class GraspContacts:
+    """Contacts between a hand and an object, ready for analysis (all in W)."""
+
+    links: list            # hand link name per contact
+    points: np.ndarray     # (k, 3) m
+    normals: np.ndarray    # (k, 3) unit, into the object
+    mu: np.ndarray         # (k,) static friction coefficient from the material table
+    tangents: np.ndarray   # (k, 3) first friction tangent
+    separation: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+
+def grasp_contacts(world, hand: str, obj: str, contacts=None) -> GraspContacts:
+    """The contacts between ``hand``'s links and ``obj`` (from ``contacts``, a ContactSet of the
+    world's body table, or found now with the world's threshold)."""
+    from ..collision import model_for
+
+    t = world.table
+    if contacts is None:
+        contacts = model_for(world).contacts(world.body_poses())
+    ri = world.description.robot_index[hand]
+    links = set(int(i) for i in t.robot_links[ri])
+    io = t.index[obj]
+    a, b = np.asarray(contacts.body_a), np.asarray(contacts.body_b)
+    sel_a = np.isin(a, list(links)) & (b == io)      # link is a: normal a -> b points into the object
+    sel_b = (a == io) & np.isin(b, list(links))      # object is a: flip
+    sel = sel_a | sel_b
+    normals = np.where(sel_b[:, None], -contacts.normal, contacts.normal)[sel]
+    link_idx = np.where(sel_a, a, b)[sel]
+    table = world.description.materials
+    om = t.materials[io]
+    mu = np.array([table.mu(t.materials[l], om)[0] for l in link_idx])
+    names = [t.names[l] for l in link_idx]
+    return GraspContacts(names, contacts.point[sel], normals, mu, contacts.tangent1[sel], contacts.separation[sel])
+
+
+def evaluate_grasp(world, hand: str, obj: str, *, contacts=None, gws: str = "L1", edges: int = 8,
+                   volume: bool = True) -> tuple[GraspQuality | None, GraspContacts]:
+    """Force closure, epsilon and volume of the grasp ``hand`` has on ``obj`` in the world's state.
+
+    Returns ``(quality, contacts)``; quality is None when there are no contacts.
+    """
+    gc = grasp_contacts(world, hand, obj, contacts)
+    if not len(gc):
+        return None, gc
+    com = world.bodies[obj].com_world
+    q = analyze(gc.points, gc.normals, gc.mu, center=com, torque_scale=torque_scale(world, obj), edges=edges,
+                tangents=gc.tangents, gws=gws, volume=volume)
+    return q, gc
+
+
+def contact_force_margin(world, hand: str, obj: str, points: np.ndarray, forces: np.ndarray, *,
+                         quality: GraspQuality | None = None, gws: str = "L1"):
+    """Where the wrench of measured contact forces (e.g. from a dynamic step; forces on the object,
+    N, W) sits relative to the grasp wrench space: see :func:`graspsim.grasp.wrench_margin`."""
+    from .quality import wrench_margin
+    from .wrenches import resultant_wrench
+
+    if quality is None:
+        quality, _ = evaluate_grasp(world, hand, obj, gws=gws)
+    com = world.bodies[obj].com_world
+    w = resultant_wrench(points, forces, center=com, torque_scale=torque_scale(world, obj))
+    return wrench_margin(quality, w)
