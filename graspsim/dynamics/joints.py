@@ -217,7 +217,8 @@ def row_template(js: JointSet) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return cached
 
 
-def equality_rows(js: JointSet, F: JointFrames, slot: np.ndarray, com_W: np.ndarray) -> Rows:
+def equality_rows(js: JointSet, F: JointFrames, slot: np.ndarray, com_W: np.ndarray,
+                  V_static: np.ndarray | None = None) -> Rows:
     """The joint constraint rows J^T v = 0 (eq. 7) with each row's position error in ``rhs``.
 
     Revolute: 3 linear rows at the joint origin + 2 angular rows perpendicular to the axis;
@@ -258,7 +259,10 @@ def equality_rows(js: JointSet, F: JointFrames, slot: np.ndarray, com_W: np.ndar
     m = rt == ANG_P
     err[m] = np.einsum("ni,ni->n", mis[rj[m]], d[m])
     bodies = np.stack([slot[js.parent[rj]], slot[js.child[rj]]], 1)
-    rows = Rows(bodies, np.stack([-jp, jc], 1), err)
+    const = None
+    if V_static is not None:   # velocities of kinematic (moving static) bodies
+        const = np.einsum("rc,rc->r", jc, V_static[js.child[rj]]) - np.einsum("rc,rc->r", jp, V_static[js.parent[rj]])
+    rows = Rows(bodies, np.stack([-jp, jc], 1), err, None, const)
     # rows between two static bodies carry no unknowns
     return rows.select(np.any(bodies >= 0, axis=1))
 

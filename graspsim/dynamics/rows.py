@@ -18,6 +18,12 @@ class Rows:
     jac: np.ndarray      # (r, K, 6)
     rhs: np.ndarray      # (r,) target value of the row (equality) or bias (inequality)
     comp: np.ndarray | None = None   # (r,) compliance of soft equality rows (None: all hard)
+    #: (r,) the row's value due to moving static (kinematic) bodies, e.g. a palm lifted along a
+    #: prescribed path: the row reads J v_dynamic + const (None: no kinematic body involved)
+    const: np.ndarray | None = None
+
+    def constant(self) -> np.ndarray:
+        return np.zeros(len(self.rhs)) if self.const is None else self.const
 
     def compliance(self) -> np.ndarray:
         return np.zeros(len(self.rhs)) if self.comp is None else self.comp
@@ -47,11 +53,16 @@ class Rows:
         comp = None
         if any(b.comp is not None for b in blocks):
             comp = np.concatenate([b.compliance() for b in blocks])
-        return Rows(np.concatenate(out_b), np.concatenate(out_j), np.concatenate([b.rhs for b in blocks]), comp)
+        const = None
+        if any(b.const is not None for b in blocks):
+            const = np.concatenate([b.constant() for b in blocks])
+        return Rows(np.concatenate(out_b), np.concatenate(out_j), np.concatenate([b.rhs for b in blocks]), comp,
+                    const)
 
     def select(self, mask_or_idx) -> "Rows":
         return Rows(self.bodies[mask_or_idx], self.jac[mask_or_idx], self.rhs[mask_or_idx],
-                    None if self.comp is None else self.comp[mask_or_idx])
+                    None if self.comp is None else self.comp[mask_or_idx],
+                    None if self.const is None else self.const[mask_or_idx])
 
     def dense(self, slots: np.ndarray, nb_total: int) -> np.ndarray:
         """Dense matrix (6 * len(slots), r): column r is row r's Jacobian over the island's bodies.

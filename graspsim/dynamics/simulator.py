@@ -99,7 +99,7 @@ class Simulator:
     def __init__(self, world: World, dt: float | None = None, *, friction_directions: int = 8, gamma: float = 0.2,
                  threshold: float | None = None, static_speed: float = 1e-3, gravity=None,
                  collisions: bool = True, lemke: Callable | None = None, profile: bool = False,
-                 project_joints: bool = True, contact_compliance: float = 1e-6):
+                 project_joints: bool = True, contact_compliance: float = 1e-6, max_region_points: int = 8):
         self.world = world
         desc = world.description
         self.dt = float(dt if dt is not None else desc.dt)
@@ -118,6 +118,7 @@ class Simulator:
         self.profile = profile
         self.project_joints = project_joints
         self.contact_compliance = float(contact_compliance)
+        self.max_region_points = int(max_region_points)
         self._all_joints = np.arange(len(self.js))
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
@@ -143,6 +144,7 @@ class Simulator:
         self.state = SimState(0.0, c0, q0, np.zeros((nb, 6)), jq, np.zeros(nd, bool), np.zeros(nd))
         self.info = StepInfo()
         self._ext = np.zeros((nb, 6))
+        self._kinematic: dict[int, Callable] = {}
         # joint connectivity of dynamic bodies (islands grow from these components by contacts)
         slot = self.bodies.slot
         pj, cj = slot[self.js.parent], slot[self.js.child]
@@ -216,6 +218,36 @@ class Simulator:
         vals = self._dof_values(rates, offsets=False)
         return vals if robot is None else vals[self.ds.robot_slices[self.world.description.robot_index[robot]]]
 
+    def set_base_motion(self, robot: str, motion: Callable | None) -> None:
+        """Move a fixed-base robot's base along a prescribed path: ``motion(t) -> (X_WB (4, 4),
+        twist (6,) = [linear velocity of the base frame origin; angular velocity], W)``.
+
+        The base stays a static (infinitely heavy) body, but contacts and joints see its velocity.
+        ``None`` stops the motion (the base stays where it is).
+        """
+        ri = self.world.description.robot_index[robot]
+        inst = self.world.description.robots[ri]
+        if inst.mount is not None or not inst.fixed_base:
+            raise ValueError(f"robot '{robot}' has no fixed base to move (mounted or free)")
+        b = int(self.table.robot_links[ri][inst.robot.base_link])
+        if motion is None:
+            self._kinematic.pop(b, None)
+        else:
+            self._kinematic[b] = motion
+
+    def _kinematic_velocities(self, t: float):
+        """Pose the kinematic bodies at time ``t`` and return the (N, 6) velocities [v_com; w] (or None)."""
+        if not self._kinematic:
+            return None
+        V = np.zeros((len(self.table), 6))
+        for b, motion in self._kinematic.items():
+            X, tw = motion(t)
+            self._X_static[b] = X
+            com = X[:3, :3] @ self._com_L_all[b]
+            V[b, :3] = tw[:3] + cross(tw[3:], com)
+            V[b, 3:] = tw[3:]
+        return V
+
     def apply_external_force(self, body: str, point_W, force_W) -> None:
         """Add a force (N, W) at a world point on a dynamic body for the next step only (GUI push/pull)."""
         i = self.table.index[body]
@@ -259,6 +291,8 @@ class Simulator:
         t0 = _t.perf_counter() if tm is not None else 0.0
         s = self.state
         h = self.dt
+        # kinematic (prescribed-motion) bodies move to where their path puts them at the step's end
+        V = self._kinematic_velocities(s.time + h)
         # 1-2: velocity-to-pose map and move all dynamic bodies with their current velocities
         c1, q1 = B.integrate_poses(s.c, s.q, s.v, h)
         # 3: collision and joint-limit check; binary search for the first contact/limit instant
@@ -278,8 +312,11 @@ class Simulator:
         jq = joint_values(self.js, F, previous=s.joint_q)
         st = self._structure(s.broken)
         rate = rate_rows(self.js, F, self._all_joints, self.bodies.slot, com_W)   # one row per joint
+        if V is not None:
+            rate.const = np.einsum("rc,rc->r", rate.jac[:, 0], V[self.js.parent]) + \
+                np.einsum("rc,rc->r", rate.jac[:, 1], V[self.js.child])
         rate_ext = Rows.concat([rate, Rows(-np.ones((1, 2), np.int64), np.zeros((1, 2, 6)), np.zeros(1))])
-        rates = rows_apply(rate, s.v)
+        rates = rows_apply(rate, s.v) + rate.constant()
         # 5: friction coefficient per contact (eq. 13)
         mu = self._friction_coefficients(contacts, s.v, com_W)
         # 6: external forces: gravity and gyroscopic
@@ -294,14 +331,20 @@ class Simulator:
         damp_rows = self._viscous_rows(rate_ext, h)
         k += joint_wrenches(self.js, F, tau_joint, com_W, len(self.bodies), self.bodies.slot)
         # constraint rows: joints (eq. 7, 16), coupled DOFs, joint limits (eq. 9), contacts (eq. 3-6)
-        eq = equality_rows(self.js, F, self.bodies.slot, com_W)
+        eq = equality_rows(self.js, F, self.bodies.slot, com_W, V)
         coup = self._coupling_rows(st, rate_ext, jq, s)
         hard = Rows.concat([eq, coup])
         hard_err = hard.rhs.copy()                       # position errors (m, rad)
         hard.rhs = -self.gamma * hard_err / h            # eq. (16)
         soft = Rows.concat([drive_rows, damp_rows])
         limits = self._limit_rows(st, rate_ext, jq, h)
-        normals, frictions = self._contact_rows(contacts, com_W, h)
+        normals, frictions = self._contact_rows(contacts, com_W, h, V)
+        if V is not None:   # kinematic bodies' motion: equality targets shift, inequality biases grow
+            hard.rhs = hard.rhs - hard.constant()
+            soft.rhs = soft.rhs - soft.constant()
+            limits.rhs = limits.rhs + limits.constant()
+            normals.rhs = normals.rhs + normals.constant()
+            frictions.rhs = frictions.rhs + frictions.constant()
         if tm is not None:
             tm["assembly"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
         # 9: islands
@@ -403,7 +446,8 @@ class Simulator:
         r, m = idx.shape
         bodies = rate_ext.bodies[idx].reshape(r, 2 * m)
         jac = (rate_ext.jac[idx] * coef[:, :, None, None]).reshape(r, 2 * m, 6)
-        return Rows(bodies, jac, rhs, comp)
+        const = None if rate_ext.const is None else np.einsum("rm,rm->r", coef, rate_ext.const[idx])
+        return Rows(bodies, jac, rhs, comp, const)
 
     def _collision_model(self):
         if self._collision is None:
@@ -415,6 +459,9 @@ class Simulator:
         if not self._collisions_on:
             return None
         cs = self._collision_model().contacts(X)
+        if self.max_region_points and len(cs) > self.max_region_points:
+            from ..collision.simplify import limit_region_points
+            cs = limit_region_points(cs, self.max_region_points)
         return cs if len(cs) else None
 
     def _first_impact_fraction(self, s: SimState, c1, q1, h) -> float:
@@ -554,7 +601,7 @@ class Simulator:
         r = self._gather(rate_ext, idx[:, None], sign[:, None], self.gamma * np.minimum(margin, 0.0) / h)
         return r.select(np.any(r.bodies >= 0, axis=1))
 
-    def _contact_rows(self, contacts, com_W, h) -> tuple[Rows, Rows]:
+    def _contact_rows(self, contacts, com_W, h, V=None) -> tuple[Rows, Rows]:
         if contacts is None:
             return Rows.empty(), Rows.empty()
         slot = self.bodies.slot
@@ -564,6 +611,8 @@ class Simulator:
         jac = np.stack([-linear_row(n, p, com_W[a]), linear_row(n, p, com_W[b])], 1)
         dp = contacts.separation - 0.5 * self.threshold
         normals = Rows(bodies, jac, self.gamma * np.minimum(dp, 0.0) / h)
+        if V is not None:
+            normals.const = np.einsum("kc,kc->k", jac[:, 0], V[a]) + np.einsum("kc,kc->k", jac[:, 1], V[b])
         # friction directions (eq. 4): u unit tangents around the normal
         ang = 2 * np.pi * np.arange(self.u) / self.u
         d = (np.cos(ang)[None, :, None] * contacts.tangent1[:, None, :] +
@@ -571,6 +620,8 @@ class Simulator:
         rep = np.repeat(np.arange(len(a)), self.u)
         fj = np.stack([-linear_row(d, p[rep], com_W[a[rep]]), linear_row(d, p[rep], com_W[b[rep]])], 1)
         frictions = Rows(bodies[rep], fj, np.zeros(len(rep)))
+        if V is not None:
+            frictions.const = np.einsum("kc,kc->k", fj[:, 0], V[a[rep]]) + np.einsum("kc,kc->k", fj[:, 1], V[b[rep]])
         return normals, frictions
 
     def _islands(self, contacts):
