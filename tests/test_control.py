@@ -1,0 +1,108 @@
+"""Control and auto-grasp: trajectories, static and dynamic auto-grasp, breakaway, lift, arm holding."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graspsim
+from graspsim import kinematics as K
+from graspsim.control import (PDController, TrajectoryError, cartesian_line, dynamic_auto_grasp, joint_trajectory,
+                              lift_test, quintic, static_auto_grasp)
+from graspsim.dynamics import Simulator
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_quintic_is_smooth_and_rests_at_both_ends():
+    x = np.linspace(0, 1, 2001)
+    s, ds, dds = quintic(x)
+    assert s[0] == 0 and s[-1] == 1 and ds[0] == ds[-1] == 0 and dds[0] == dds[-1] == 0
+    # the derivatives are the derivatives (central differences, O(dx^2) = 2.5e-7)
+    assert np.allclose(np.gradient(s, x)[1:-1], ds[1:-1], atol=1e-5)
+    assert np.allclose(np.gradient(ds, x)[1:-1], dds[1:-1], atol=1e-4)
+    assert ds.max() == pytest.approx(1.875)   # peak speed used to pick durations
+
+
+def test_joint_trajectory_duration_follows_speed_and_limits_are_reported():
+    lim = np.array([[0, 2.0], [-1, 1]])
+    tr = joint_trajectory([0, 0], [1.0, 0.5], lim, [0.5, 1.0])
+    assert tr.duration == pytest.approx(1.875 * 2.0)      # the slowest DOF (1 rad at 0.5 rad/s) sets T
+    q, qd, _ = tr(tr.duration / 2)
+    assert qd[0] == pytest.approx(0.5)                     # peak = 1.875 dq / T = speed
+    with pytest.raises(TrajectoryError, match="outside the joint limits"):
+        joint_trajectory([0, 0], [2.5, 0], lim, [1, 1], names=["a", "b"])
+
+
+def test_cartesian_line_is_straight():
+    puma = graspsim.load_robot(ROOT / "robots/puma560.yaml")
+    q0 = np.radians([0, 48.77, -196.19, 0, -32.58, 0])
+    X0 = K.forward_kinematics(puma, K.joint_values(puma, q0))[-1]
+    X1 = X0.copy()
+    X1[:3, 3] += [0.05, 0.1, 0.08]
+    tr = cartesian_line(puma, q0, X1, duration=1.0, dt=0.02)
+    dev = []
+    for q in tr.samples_q:
+        p = K.forward_kinematics(puma, K.joint_values(puma, q))[-1][:3, 3]
+        d = p - X0[:3, 3]
+        u = (X1[:3, 3] - X0[:3, 3]) / np.linalg.norm(X1[:3, 3] - X0[:3, 3])
+        dev.append(np.linalg.norm(d - (d @ u) * u))
+    assert max(dev) < 1e-6     # the IK tolerance is 1e-7 m per sample
+
+
+def test_static_auto_grasp_stops_each_finger_at_contact_within_threshold():
+    w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+    r = static_auto_grasp(w, "barrett")
+    assert r.stopped_by == {"spread": "not moving", "f1": "contact", "f2": "contact", "f3": "contact"}
+    gc = r.grasp_contacts
+    assert len(gc) >= 3
+    assert np.all(gc.separation > -1e-6) and np.all(gc.separation <= 1e-4)   # (0, threshold]
+    touching = {n.split("/")[1][:2] for n in gc.links}
+    assert touching == {"f1", "f2", "f3"}
+    assert r.quality.force_closure and r.quality.epsilon > 0.05
+    # the world holds the final pose: the same analysis from scratch agrees
+    q2, _ = graspsim.grasp.evaluate_grasp(w, "barrett", "mug")
+    assert q2.epsilon == pytest.approx(r.quality.epsilon, rel=1e-9)
+
+
+def test_breakaway_proximal_link_blocked_distal_keeps_closing():
+    # a small bar stops the thumb's proximal link only; like the Barrett clutch, its distal closes on
+    w = graspsim.load_world(ROOT / "tests/models/breakaway.yaml")
+    r = static_auto_grasp(w, "barrett")
+    assert "f3" in r.broke_away
+    hand = w.robots["barrett"].description
+    jp, jd = hand.joint_index["f3_prox"], hand.joint_index["f3_dist"]
+    coupled_distal = (r.joint_values[jp] - np.radians(5)) / 3 + np.radians(40)
+    assert r.joint_values[jd] > coupled_distal + np.radians(5)      # the distal went on past the coupling
+    # the proximal link rests on the bar within the contact threshold
+    c = r.contacts
+    prox = w.table.index["barrett/f3_prox"]
+    sep = c.separation[(c.body_a == prox) | (c.body_b == prox)]
+    assert len(sep) and np.all(sep > -1e-6) and np.all(sep <= 1e-4)
+    # the world keeps the decoupled joint values
+    assert np.allclose(w.robots["barrett"].joint_values, r.joint_values)
+
+
+def test_puma_holds_its_pose_under_gravity_with_small_steady_state_error():
+    w = graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")
+    sim = Simulator(w)
+    ctl = PDController(sim)
+    q0 = sim.dof_values("puma").copy()
+    sim.run(1.0, ctl)
+    err = np.degrees(np.abs(sim.dof_values("puma") - q0))
+    # the shoulder carries the most gravity torque; Kp = 2e4 N m/rad keeps it to a fraction of a degree
+    assert err.max() < 0.5
+    assert np.abs(sim.dof_velocities("puma")).max() < 1e-3
+
+
+def test_dynamic_auto_grasp_and_lift_of_the_mug():
+    w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+    r = dynamic_auto_grasp(w, "barrett", timeout=2.0)
+    assert r.settled
+    assert r.quality is not None and r.quality.force_closure
+    lift = lift_test(r, height=0.1, duration=1.0, hold=0.5)
+    assert lift.held and not lift.dropped
+    assert lift.hand_rise == pytest.approx(0.1, abs=1e-9)
+    assert lift.lifted == pytest.approx(0.1, abs=2e-3)
+    assert lift.slip < 2e-3
