@@ -57,7 +57,7 @@ def test_static_auto_grasp_stops_each_finger_at_contact_within_threshold():
     assert r.stopped_by == {"spread": "not moving", "f1": "contact", "f2": "contact", "f3": "contact"}
     gc = r.grasp_contacts
     assert len(gc) >= 3
-    assert np.all(gc.separation > -1e-6) and np.all(gc.separation <= 1e-4)   # (0, threshold]
+    assert np.all(gc.separation > -1e-6) and np.all(gc.separation <= 1e-4 * (1 + 1e-9))   # (0, threshold]
     touching = {n.split("/")[1][:2] for n in gc.links}
     assert touching == {"f1", "f2", "f3"}
     assert r.quality.force_closure and r.quality.epsilon > 0.05
@@ -79,7 +79,7 @@ def test_breakaway_proximal_link_blocked_distal_keeps_closing():
     c = r.contacts
     prox = w.table.index["barrett/f3_prox"]
     sep = c.separation[(c.body_a == prox) | (c.body_b == prox)]
-    assert len(sep) and np.all(sep > -1e-6) and np.all(sep <= 1e-4)
+    assert len(sep) and np.all(sep > -1e-6) and np.all(sep <= 1e-4 * (1 + 1e-9))
     # the world keeps the decoupled joint values
     assert np.allclose(w.robots["barrett"].joint_values, r.joint_values)
 
