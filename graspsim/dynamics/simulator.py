@@ -76,7 +76,10 @@ class _PairView:
     """A collision model restricted to some pairs (for the impact search of step 3)."""
 
     def __init__(self, model, pairs):
-        self.model, self.pairs, self.threshold = model, pairs, model.threshold
+        self.model, self.pairs, self.threshold, self.table = model, pairs, model.threshold, model.table
+
+    def penetration_depth(self, i, j, poses):
+        return self.model.penetration_depth(i, j, poses)
 
     def penetrating(self, poses, pairs=None):
         return self.model.penetrating(poses, pairs=self.pairs if pairs is None else pairs)
@@ -478,8 +481,16 @@ class Simulator:
                 before = set(model.penetrating(self._poses(s.c, s.q), pairs=watch))
                 new = [p for p in watch if p not in before]
                 if new:
+                    from ..errors import CollisionError
+
                     move = lambda f: self._poses(*B.integrate_poses(s.c, s.q, s.v, f * h))
-                    frac = localize_impact(move, _PairView(model, new), threshold=self.threshold)
+                    try:
+                        frac = localize_impact(move, _PairView(model, new), threshold=self.threshold)
+                    except CollisionError:
+                        # the pair already touches (separation ~0) at the start of the step, so no
+                        # fraction puts it in (0, threshold]: it is a contact already -- let its rows
+                        # (with error correction) handle it rather than stop time
+                        frac = 1.0
         return min(frac, self._limit_fraction(s, c1, q1, h))
 
     def _limit_fraction(self, s, c1, q1, h) -> float:

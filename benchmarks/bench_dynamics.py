@@ -1,0 +1,129 @@
+"""Time-stepper benchmarks (issue 5): wall/CPU time per step, real-time factor and the per-stage
+breakdown for three scenes, plus how the LCP size and assembly cost grow with bodies.
+
+    taskset -c 0 python benchmarks/bench_dynamics.py            # everything (~1-2 min)
+    taskset -c 0 python benchmarks/bench_dynamics.py --quick
+
+Scenes:
+  mug_hold    Barrett hand (fixed palm) holding the mug after a dynamic auto-grasp, table present
+  puma_grasp  Barrett on the Puma during the dynamic auto-grasp of the handset
+  drop20      20 cubes (6 cm, 0.2 kg) dropped on a table (poses as in the peers' drop scene)
+  chainN      an N-link chain whose last link touches a block at two points (LCP size vs bodies)
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import graspsim
+from graspsim.control import PDController, dynamic_auto_grasp
+from graspsim.dynamics import Simulator
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGES = ("collision", "contacts", "assembly", "solve", "integration")
+
+
+def measure(sim, ctl, n: int) -> dict:
+    for _ in range(20):
+        sim.step(ctl)
+    sim.profile = False
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(n):
+        sim.step(ctl)
+    wall, cpu = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
+    sim.profile = True
+    acc = dict.fromkeys(STAGES, 0.0)
+    sizes = []
+    for _ in range(n):
+        sim.step(ctl)
+        for k in STAGES:
+            acc[k] += sim.info.timing.get(k, 0.0) / n
+        sizes.extend(sim.info.lcp_sizes)
+    sim.profile = False
+    return {"wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3, "rtf_cpu": sim.dt / cpu,
+            "stages_ms": {k: v * 1e3 for k, v in acc.items()},
+            "lcp_size": float(np.median(sizes)) if sizes else 0.0,
+            "contacts": 0 if sim.contacts is None else len(sim.contacts)}
+
+
+def drop_world(n: int, folder: Path) -> Path:
+    g = int(np.ceil(np.sqrt(n / 5)))
+    lines = ["world: drop", "objects:"]
+    for k in range(n):
+        layer, c = divmod(k, g * g)
+        ix, iy = c % g, c // g
+        x = (ix - (g - 1) / 2) * 0.1 + 0.01 * (layer % 2)
+        y = (iy - (g - 1) / 2) * 0.1 - 0.01 * (layer % 2)
+        z = 0.06 + 0.1 * layer
+        roll, pitch, yaw = 0.15 * ((k % 3) - 1), 0.15 * (((k // 3) % 3) - 1), 0.25 * k
+        lines.append(f"  - {{name: box{k}, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [{x}, {y}, {z}], "
+                     f"rpy: [{roll}, {pitch}, {yaw}]}}}}")
+    lines += ["obstacles:", f"  - {{name: table, file: {ROOT}/objects/table.yaml}}"]
+    p = folder / "drop.yaml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def chain_world(n: int, folder: Path) -> Path:
+    """A horizontal chain of n links (each 5 cm) hanging from a fixed base; its tip rests on a block."""
+    links = ["  - {name: base, shape: {box: [0.02, 0.02, 0.02]}, mass: 1}"]
+    joints, dofs = [], []
+    for i in range(n):
+        links.append(f"  - {{name: l{i}, shape: {{box: [0.05, 0.01, 0.01], origin: {{xyz: [0.025, 0, 0]}}}}, mass: 0.05}}")
+        parent = "base" if i == 0 else f"l{i - 1}"
+        off = 0.0 if i == 0 else 0.05
+        joints.append(f"  - {{name: j{i}, type: revolute, parent: {parent}, child: l{i}, origin: {{xyz: [{off}, 0, 0]}}, axis: [0, 1, 0]}}")
+        dofs.append(f"  - {{name: j{i}, joints: [j{i}], kp: 0, kd: 0}}")
+    (folder / "chain.yaml").write_text("robot: chain\nlinks:\n" + "\n".join(links) + "\njoints:\n" + "\n".join(joints)
+                                       + "\ndofs:\n" + "\n".join(dofs) + "\n")
+    L = 0.05 * n
+    w = folder / f"chain{n}.yaml"
+    w.write_text(f"world: chain{n}\nrobots:\n  - {{file: chain.yaml, pose: {{xyz: [0, 0, 0.3]}}}}\n"
+                 f"obstacles:\n  - {{name: block, shape: {{box: [0.04, 0.1, 0.1], origin: {{xyz: [0, 0, -0.05]}}}}, "
+                 f"material: wood, pose: {{xyz: [{L - 0.01}, 0, {0.3 - 0.005 - 5e-5}]}}}}\n")
+    return w
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--steps", type=int, default=400)
+    a = ap.parse_args()
+    n = 100 if a.quick else a.steps
+    rows = []
+    # mug_hold
+    w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+    r = dynamic_auto_grasp(w, "barrett", timeout=2.0)
+    rows.append(("mug_hold", measure(r.sim, r.controller, n)))
+    # puma_grasp: during the closing phase
+    w = graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")
+    sim = Simulator(w)
+    ctl = PDController(sim)
+    ctl.set_gains("barrett", "f1", effort=2.5)
+    ctl.set_gains("barrett", "f2", effort=2.5)
+    ri = w.description.robot_index["barrett"]
+    lim = w.description.robots[ri].robot.dof_limits
+    ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]])
+    rows.append(("puma_grasp", measure(sim, ctl, n)))
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        sim = Simulator(graspsim.load_world(drop_world(20, d)))
+        sim.run(0.3)
+        rows.append(("drop20", measure(sim, None, max(50, n // 4))))
+        for k in (5, 10, 20):
+            sim = Simulator(graspsim.load_world(chain_world(k, d)))
+            sim.run(0.1)
+            rows.append((f"chain{k}", measure(sim, None, max(50, n // 4))))
+    print(f"{'scene':12s} {'wall ms':>8s} {'cpu ms':>8s} {'RTF(cpu)':>9s} {'contacts':>8s} {'LCP n':>6s}  "
+          + "  ".join(f"{s:>11s}" for s in STAGES))
+    for name, m in rows:
+        print(f"{name:12s} {m['wall_ms']:8.3f} {m['cpu_ms']:8.3f} {m['rtf_cpu']:9.2f} {m['contacts']:8d} {m['lcp_size']:6.0f}  "
+              + "  ".join(f"{m['stages_ms'][s]:11.3f}" for s in STAGES))
+
+
+if __name__ == "__main__":
+    main()
