@@ -12,4 +12,8 @@ def __getattr__(name):  # dynamic grasping pulls in the simulator: load lazily
         from . import dynamic
 
         return getattr(dynamic, name)
+    if name in ("ComputedTorqueFeedforward", "computed_torque_pd"):
+        from . import feedforward
+
+        return getattr(feedforward, name)
     raise AttributeError(f"module 'graspsim.control' has no attribute {name!r}")

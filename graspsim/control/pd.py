@@ -84,10 +84,20 @@ class PDController:
         return all(t >= self.trajectories[ri].t_end for ri in ris)
 
     def command(self, sim) -> DriveCommand:
+        """The drive command for the coming step.
+
+        The step moves positions to t + h with the old velocities, and the implicit PD acts on the
+        position reached at t + 2h through the new velocity, which applies over [t + h, t + 2h]:
+        so the position reference is sampled at t + 2h and the velocity reference at t + 1.5h
+        (sampling both at t would make the arm trail its path by two steps).
+        """
         nd = len(sim.ds)
         q_ref, qd_ref, tau = np.zeros(nd), np.zeros(nd), np.zeros(nd)
+        h = sim.dt
         for ri, sl in enumerate(sim.ds.robot_slices):
-            q, qd, qdd = self.trajectories[ri](sim.time)
+            traj = self.trajectories[ri]
+            q = traj(sim.time + 2 * h)[0]
+            qd, qdd = traj(sim.time + 1.5 * h)[1:]
             q_ref[sl], qd_ref[sl] = q, qd
             if self.feedforward is not None:
                 tau[sl] = self.feedforward(sim, ri, q, qd, qdd)
