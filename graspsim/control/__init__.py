@@ -8,7 +8,7 @@ auto_grasp = static_auto_grasp   # the name the GUI and scripts use for the stat
 
 def __getattr__(name):  # dynamic grasping pulls in the simulator: load lazily
     if name in ("dynamic_auto_grasp", "lift_test", "DynamicGraspResult", "LiftResult", "dynamic_open_hand",
-                "approach"):
+                "approach", "start_dynamic_grasp"):
         from . import dynamic
 
         return getattr(dynamic, name)

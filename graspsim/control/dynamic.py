@@ -17,7 +17,8 @@ from .. import spatial
 from .pd import PDController
 from .trajectory import quintic
 
-__all__ = ["DynamicGraspResult", "LiftResult", "dynamic_auto_grasp", "lift_test", "dynamic_open_hand", "Snapshot"]
+__all__ = ["DynamicGraspResult", "LiftResult", "dynamic_auto_grasp", "lift_test", "dynamic_open_hand", "Snapshot",
+           "start_dynamic_grasp"]
 
 
 @dataclass
@@ -82,6 +83,25 @@ def _snapshot(sim, hand_ri: int, io: int | None) -> Snapshot:
     return Snapshot(sim.time, names, c.point[sel], forces, sim.dof_values().copy())
 
 
+def start_dynamic_grasp(sim, hand: str, *, effort: dict | None = None,
+                        controller: PDController | None = None) -> PDController:
+    """Set ``hand``'s closing DOFs moving to their closing limits at their default speeds; every
+    other DOF holds.  Returns the controller to pass to ``sim.step`` (the GUI steps it itself)."""
+    ctl = controller or PDController(sim)
+    ri = sim.world.description.robot_index[hand]
+    robot = sim.world.description.robots[ri].robot
+    for name, e in (effort or {}).items():
+        ctl.set_gains(hand, name, effort=e)
+    target = sim.dof_values()[sim.ds.robot_slices[ri]].copy()
+    for k, d in enumerate(robot.dofs):
+        if d.velocity > 0:
+            target[k] = d.limits[1]
+        elif d.velocity < 0:
+            target[k] = d.limits[0]
+    ctl.move_to(hand, target)
+    return ctl
+
+
 def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: float = 3.0, sim=None,
                        dt: float | None = None, effort: dict | None = None, snapshot_times=(),
                        settle_speed: float = 0.02, settle_time: float = 0.1, analyze: bool = True,
@@ -100,22 +120,11 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
     obj = _object_name(world, obj)
     if sim is None:
         sim = Simulator(world, dt, **sim_options)
-    ctl = PDController(sim)
     ri = world.description.robot_index[hand]
-    robot = world.description.robots[ri].robot
     sl = sim.ds.robot_slices[ri]
-    for name, e in (effort or {}).items():
-        ctl.set_gains(hand, name, effort=e)
-    # closing DOFs go to their closing limits at their default speeds
-    q_now = sim.dof_values()[sl]
-    target = q_now.copy()
     speeds = sim.ds.velocity[sl]
-    for k, d in enumerate(robot.dofs):
-        if d.velocity > 0:
-            target[k] = d.limits[1]
-        elif d.velocity < 0:
-            target[k] = d.limits[0]
-    traj = ctl.move_to(hand, target)
+    ctl = start_dynamic_grasp(sim, hand, effort=effort)
+    traj = ctl.trajectories[ri]
     closing = np.flatnonzero(speeds != 0) + sl.start
     io = sim.table.index.get(obj) if obj is not None else None
     pending = sorted(snapshot_times)

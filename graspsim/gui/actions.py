@@ -19,7 +19,7 @@ Calls made (public API the rest of graspsim provides):
 * ``sim.apply_external_force(body_name, point_W, force_W)``: called before each ``step()`` while
   the user pulls or pushes a body; the force acts during that one step only.
 * ``graspsim.control.auto_grasp(world, hand_name)`` (static, changes ``world.state``),
-  ``graspsim.control.dynamic_auto_grasp(sim, hand_name)`` -> a controller passed to every
+  ``graspsim.control.start_dynamic_grasp(sim, hand_name)`` -> a controller passed to every
   following ``sim.step(controller)`` (None: the call configured the simulator itself) and,
   optionally, ``graspsim.control.dynamic_open_hand(sim, hand_name)`` -> a controller likewise.
 """
@@ -217,7 +217,7 @@ def auto_grasp(world, hand: str):
 def dynamic_auto_grasp(sim, hand: str):
     """Dynamic auto-grasp: returns the controller to pass to every ``sim.step`` (or None if the
     call configured the simulator itself); the simulation closes the hand."""
-    return _function("graspsim.control", "dynamic_auto_grasp", "dynamic auto-grasp")(sim, hand)
+    return _function("graspsim.control", "start_dynamic_grasp", "dynamic auto-grasp")(sim, hand)
 
 
 def dynamic_open_hand(sim, hand: str):
