@@ -73,8 +73,14 @@ def run(args) -> int:
     out["contacts"] = [] if gc is None else [
         {"link": gc.links[i], "point": gc.points[i].tolist(), "normal": gc.normals[i].tolist(), "mu": float(gc.mu[i])}
         for i in range(len(gc))]
+    vol = None
+    if quality is not None:
+        try:
+            vol = float(quality.volume)
+        except RuntimeError as e:   # an L-infinity hull too large to enumerate: say so, keep epsilon
+            out["volume_note"] = str(e)
     out["quality"] = None if quality is None else {
-        "force_closure": bool(quality.force_closure), "epsilon": float(quality.epsilon), "volume": float(quality.volume),
+        "force_closure": bool(quality.force_closure), "epsilon": float(quality.epsilon), "volume": vol,
         "gws": args.gws}
     if args.plot and quality is not None:
         from graspsim.grasp import plot_gws
@@ -110,8 +116,9 @@ def _print(out: dict, h) -> None:
     if q is None:
         w("  quality: no contacts with the object\n")
     else:
+        vol = "not computed (hull too large)" if q["volume"] is None else f"{q['volume']:.4g}"
         w(f"  force closure: {'yes' if q['force_closure'] else 'no'}, epsilon {q['epsilon']:.4f}, "
-          f"volume {q['volume']:.4g} ({q['gws']})\n")
+          f"volume {vol} ({q['gws']})\n")
     if "lift" in out:
         L = out["lift"]
         w(f"  lift: {'held' if L['held'] else ('dropped' if L['dropped'] else 'slipped')}, object rose "

@@ -64,11 +64,15 @@ def grasp_contacts(world, hand: str, obj: str, contacts=None) -> GraspContacts:
 
 
 def evaluate_grasp(world, hand: str, obj: str, *, contacts=None, gws: str = "L1", edges: int = 8,
-                   volume: bool = True) -> tuple[GraspQuality | None, GraspContacts]:
+                   volume: bool | None = None) -> tuple[GraspQuality | None, GraspContacts]:
     """Force closure, epsilon and volume of the grasp ``hand`` has on ``obj`` in the world's state.
 
-    Returns ``(quality, contacts)``; quality is None when there are no contacts.
+    Returns ``(quality, contacts)``; quality is None when there are no contacts.  The volume is
+    computed now for the L1 space (``volume=None``) and lazily on first access for L-infinity,
+    whose hull grows exponentially with the contact count.
     """
+    if volume is None:
+        volume = gws == "L1"
     gc = grasp_contacts(world, hand, obj, contacts)
     if not len(gc):
         return None, gc
