@@ -102,7 +102,8 @@ class Simulator:
     def __init__(self, world: World, dt: float | None = None, *, friction_directions: int = 8, gamma: float = 0.2,
                  threshold: float | None = None, static_speed: float = 1e-3, gravity=None,
                  collisions: bool = True, lemke: Callable | None = None, profile: bool = False,
-                 project_joints: bool = True, contact_compliance: float = 1e-6, max_region_points: int = 8):
+                 project_joints: bool = True, contact_compliance: float = 1e-6, max_region_points: int = 8,
+                 restitution: bool = False, restitution_speed: float = 0.1):
         self.world = world
         desc = world.description
         self.dt = float(dt if dt is not None else desc.dt)
@@ -122,6 +123,8 @@ class Simulator:
         self.project_joints = project_joints
         self.contact_compliance = float(contact_compliance)
         self.max_region_points = int(max_region_points)
+        self.restitution = bool(restitution)
+        self.restitution_speed = float(restitution_speed)
         self._all_joints = np.arange(len(self.js))
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
@@ -342,6 +345,8 @@ class Simulator:
         soft = Rows.concat([drive_rows, damp_rows])
         limits = self._limit_rows(st, rate_ext, jq, h)
         normals, frictions = self._contact_rows(contacts, com_W, h, V)
+        if self.restitution and contacts is not None:
+            normals.rhs = np.minimum(normals.rhs, self._restitution_bias(contacts, s.v, com_W))
         if V is not None:   # kinematic bodies' motion: equality targets shift, inequality biases grow
             hard.rhs = hard.rhs - hard.constant()
             soft.rhs = soft.rhs - soft.constant()
@@ -634,6 +639,15 @@ class Simulator:
         if V is not None:
             frictions.const = np.einsum("kc,kc->k", fj[:, 0], V[a[rep]]) + np.einsum("kc,kc->k", fj[:, 1], V[b[rep]])
         return normals, frictions
+
+    def _restitution_bias(self, contacts, v, com_W) -> np.ndarray:
+        """Newton restitution: an impact faster than ``restitution_speed`` must separate at e times its
+        approach speed (w = n.v+ + b >= 0 with b = e v_n-, v_n- < 0); e from the material table."""
+        vn = np.einsum("ki,ki->k", self._point_velocity(contacts.body_b, contacts.point, v, com_W) -
+                       self._point_velocity(contacts.body_a, contacts.point, v, com_W), contacts.normal)
+        mats, table = self.table.materials, self.world.description.materials
+        e = np.array([table.restitution_of(mats[a], mats[b]) for a, b in zip(contacts.body_a, contacts.body_b)])
+        return np.where(vn < -self.restitution_speed, e * vn, 0.0)
 
     def _islands(self, contacts):
         """Step 9: islands = joint components merged by contacts between two dynamic bodies."""
