@@ -302,20 +302,27 @@ class Simulator:
         # 1-2: velocity-to-pose map and move all dynamic bodies with their current velocities
         c1, q1 = B.integrate_poses(s.c, s.q, s.v, h)
         # 3: collision and joint-limit check; binary search for the first contact/limit instant
-        frac = self._first_impact_fraction(s, c1, q1, h)
+        X = self._poses(c1, q1)
+        frac, contacts = self._first_impact_fraction(s, c1, q1, h, X)
+        F = joint_frames(self.js, X)
+        jq = joint_values(self.js, F, previous=s.joint_q)
+        if self._limit_crossed(s, jq):
+            frac = min(frac, self._limit_fraction(s, c1, q1, h))
         if frac < 1.0:
             c1, q1 = B.integrate_poses(s.c, s.q, s.v, frac * h)
+            X = self._poses(c1, q1)
+            F = joint_frames(self.js, X)
+            jq = joint_values(self.js, F, previous=s.joint_q)
+            contacts = False
         h_eff = max(frac * h, 1e-9)
-        X = self._poses(c1, q1)
         if tm is not None:
             tm["collision"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
-        # 4: find all contacts
-        contacts = self._find_contacts(X)
+        # 4: find all contacts (already found at the trial pose when the move was small)
+        if contacts is False:
+            contacts = self._find_contacts(X)
         if tm is not None:
             tm["contacts"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
         com_W = self._com_world(X)
-        F = joint_frames(self.js, X)
-        jq = joint_values(self.js, F, previous=s.joint_q)
         st = self._structure(s.broken)
         rate = rate_rows(self.js, F, self._all_joints, self.bodies.slot, com_W)   # one row per joint
         if V is not None:
@@ -472,31 +479,72 @@ class Simulator:
             cs = limit_region_points(cs, self.max_region_points)
         return cs if len(cs) else None
 
-    def _first_impact_fraction(self, s: SimState, c1, q1, h) -> float:
-        """Step 3: the largest fraction of the move with no new interpenetration and no joint passing
-        its limit, by binary search (pairs already overlapping before the move are left to the
-        contact error correction rather than stopping time)."""
-        frac = 1.0
-        if self._collisions_on and len(self.table.collision_pairs):
-            from ..collision import localize_impact
+    def _first_impact_fraction(self, s: SimState, c1, q1, h, X1):
+        """Step 3 (contacts): the largest fraction of the move with no new interpenetration.
 
-            model = self._collision_model()
-            watch = model.penetrating(self._poses(c1, q1))
-            if watch:
-                before = set(model.penetrating(self._poses(s.c, s.q), pairs=watch))
-                new = [p for p in watch if p not in before]
-                if new:
-                    from ..errors import CollisionError
+        Returns ``(fraction, contacts at the trial pose or False)``.  When no body moves more than
+        half the contact threshold, a new overlap is shallower than the threshold and the exact
+        contact kernel sees it: its contacts at the trial pose are both the check and step 4's
+        result.  Larger moves use FCL's boolean test and bisection; pairs already overlapping before
+        the move are left to the contact error correction rather than stopping time.
+        """
+        if not (self._collisions_on and len(self.table.collision_pairs)):
+            return 1.0, None
+        model = self._collision_model()
+        if self._max_displacement(s, h) < 0.5 * self.threshold:
+            cs = self._find_contacts(X1)
+            if cs is None or not np.any(cs.separation < -model.pen_tol):
+                return 1.0, cs
+        watch = model.penetrating(X1)
+        if not watch:
+            return 1.0, False
+        before = set(model.penetrating(self._poses(s.c, s.q), pairs=watch))
+        new = [p for p in watch if p not in before]
+        if not new:
+            return 1.0, False
+        from ..collision import localize_impact
+        from ..errors import CollisionError
 
-                    move = lambda f: self._poses(*B.integrate_poses(s.c, s.q, s.v, f * h))
-                    try:
-                        frac = localize_impact(move, _PairView(model, new), threshold=self.threshold)
-                    except CollisionError:
-                        # the pair already touches (separation ~0) at the start of the step, so no
-                        # fraction puts it in (0, threshold]: it is a contact already -- let its rows
-                        # (with error correction) handle it rather than stop time
-                        frac = 1.0
-        return min(frac, self._limit_fraction(s, c1, q1, h))
+        move = lambda f: self._poses(*B.integrate_poses(s.c, s.q, s.v, f * h))
+        try:
+            return localize_impact(move, _PairView(model, new), threshold=self.threshold), False
+        except CollisionError:
+            # the pair already touches (separation ~0) at the start of the step, so no fraction
+            # puts it in (0, threshold]: it is a contact already -- let its rows (with error
+            # correction) handle it rather than stop time
+            return 1.0, False
+
+    def _max_displacement(self, s: SimState, h: float) -> float:
+        """Upper bound (m) on how far any point of any moving body travels in this step."""
+        if not len(s.v):
+            return 0.0 if not self._kinematic else np.inf
+        if self._kinematic:
+            return np.inf
+        lin = np.linalg.norm(s.v[:, :3], axis=1)
+        ang = np.linalg.norm(s.v[:, 3:], axis=1) * self._body_radius
+        return float(np.max(lin + ang)) * h
+
+    @property
+    def _body_radius(self) -> np.ndarray:
+        r = self.__dict__.get("_radius_cache")
+        if r is None:
+            r = np.array([0.0 if self.table.shapes[i] is None else
+                          float(np.max(np.linalg.norm(self.table.shapes[i].vertices_in(np.eye(4)) - self.bodies.com_L[k], axis=1)))
+                          for k, i in enumerate(self.bodies.table_index)])
+            self.__dict__["_radius_cache"] = r
+        return r
+
+    def _limit_crossed(self, s: SimState, jq: np.ndarray) -> bool:
+        """Did the trial move take a joint that was inside its limits past one (beyond the tolerance)?"""
+        cand = self._structure(s.broken).limit_cand
+        if not len(cand):
+            return False
+        js = self.js
+        tol = np.where(js.kind[cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
+        lo, hi = js.limits[cand, 0], js.limits[cand, 1]
+        prev, q = s.joint_q[cand], jq[cand]
+        was_in = (prev >= lo - tol) & (prev <= hi + tol)
+        return bool(np.any(was_in & ((q < lo - tol) | (q > hi + tol))))
 
     def _limit_fraction(self, s, c1, q1, h) -> float:
         js = self.js
