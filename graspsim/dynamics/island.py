@@ -92,8 +92,12 @@ def _blockmul(Minv: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 
 def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
-                 describe=lambda: "") -> IslandSolution:
-    """Solve one island; raise :class:`SimulationError` if the LCP cannot be solved."""
+                 describe=lambda: "", warm_start=None) -> IslandSolution:
+    """Solve one island; raise :class:`SimulationError` if the LCP cannot be solved.
+
+    ``warm_start``: the basis (mask of basic z) of this island's previous LCP of the same size;
+    Lemke first tries it directly (resting contacts keep their basis from step to step).
+    """
     ne = p.Je.shape[1]
     # eliminate the equality rows (eq. 17 and the first two block rows of eq. 20)
     if ne:
@@ -127,13 +131,6 @@ def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
     m = nl + nfr + (nc if nfr else 0)
     Mlcp = np.zeros((m, m))
     Mlcp[:nl + nfr, :nl + nfr] = G
-    if p.compliance > 0 and nl + nfr > p.n_limits:
-        # contact compliance (a modelling choice, solved exactly): makes the contact impulse
-        # distribution unique -- the least-norm one as compliance -> 0 -- instead of an arbitrary
-        # vertex that loads a single corner of a face contact
-        dg = np.diag(G)[p.n_limits:]
-        idx = np.arange(p.n_limits, nl + nfr)
-        Mlcp[idx, idx] += p.compliance * float(dg.mean())
     qlcp = np.zeros(m)
     qlcp[:nl] = p.bl
     qlcp[:nl + nfr] = qlcp[:nl + nfr] + H.T @ v_free
@@ -146,18 +143,30 @@ def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
             Mlcp[rows, lam0 + i] = 1.0
             Mlcp[lam0 + i, rows] = -1.0
             Mlcp[lam0 + i, p.n_limits + i] = p.mu[i]
+    # contact compliance (a modelling choice, solved exactly): makes the contact impulse
+    # distribution unique -- the least-norm one as compliance -> 0 -- instead of an arbitrary vertex
+    # that loads a single corner of a face contact
+    cidx = np.arange(p.n_limits, nl + nfr)
+    dg = float(np.diag(G)[cidx].mean()) if len(cidx) else 0.0
     reg = 0.0
     scale = max(1.0, float(np.abs(np.diag(G)).max()))
-    for attempt in range(max_regularization_tries + 1):
-        Mtry = Mlcp if reg == 0.0 else Mlcp + reg * np.eye(m)
-        res = lemke(Mtry, qlcp)
+    # retries: first a stiffer-to-softer contact compliance (x100 each), then a diagonal on all rows
+    tries = [(p.compliance * 100.0 ** k, 0.0) for k in range(max_regularization_tries)] + \
+        [(p.compliance * 100.0 ** (max_regularization_tries - 1), 1e-8 * scale)]
+    for attempt, (cfm, reg) in enumerate(tries):
+        Mtry = Mlcp.copy()
+        if cfm > 0 and len(cidx):
+            Mtry[cidx, cidx] += cfm * dg
+        if reg > 0:
+            Mtry[np.diag_indices(m)] += reg
+        ws = warm_start if (attempt == 0 and warm_start is not None and len(warm_start) == m) else None
+        res = lemke(Mtry, qlcp, warm_start=ws) if ws is not None else lemke(Mtry, qlcp)
         if res.status == "solved":
             break
-        reg = scale * 10.0 ** (-10 + 2 * attempt)
     else:
         raise SimulationError(f"the contact LCP could not be solved ({describe()}; LCP size {m}, "
-                              f"solver status '{res.status}' after {res.pivots} pivots, "
-                              f"also with diagonal regularisation up to {reg:.1e})")
+                              f"solver status '{res.status}' after {res.pivots} pivots, also with contact "
+                              f"compliance up to {cfm:.1e} and a diagonal regularisation of {reg:.1e})")
     z = res.z
     Hz = H @ z[:nl + nfr]
     dv = _blockmul(p.Minv, Hz)
@@ -167,4 +176,6 @@ def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
         c_e = c_free + c_extra
     else:
         c_e = c_free
-    return IslandSolution(v_free + dv, c_e, z, m, int(res.pivots), reg)
+    sol = IslandSolution(v_free + dv, c_e, z, m, int(res.pivots), cfm if attempt else 0.0)
+    sol.basis = res.basis
+    return sol

@@ -151,6 +151,7 @@ class Simulator:
         self.info = StepInfo()
         self._ext = np.zeros((nb, 6))
         self._kinematic: dict[int, Callable] = {}
+        self._warm: dict = {}      # island (bodies, limit rows, contacts) -> last LCP basis (warm start)
         # joint connectivity of dynamic bodies (islands grow from these components by contacts)
         slot = self.bodies.slot
         pj, cj = slot[self.js.parent], slot[self.js.child]
@@ -767,8 +768,11 @@ class Simulator:
             prob = IslandProblem(slots, Minv[slots], a_over_M[slots].reshape(-1), Je, eps, comp, Hl, bl,
                                  len(lim_r), D, mu[cidx] if len(cidx) else np.zeros(0), self.u, self.contact_compliance)
             names = [self.table.names[self.bodies.table_index[x]] for x in slots]
-            sol = solve_island(prob, lemke=self._lemke,
+            key = (tuple(slots.tolist()), len(lim_r), len(cidx))
+            sol = solve_island(prob, lemke=self._lemke, warm_start=self._warm.get(key),
                                describe=lambda: f"island {isl} with bodies {', '.join(names)}")
+            if sol.lcp_size:
+                self._warm[key] = getattr(sol, "basis", None)
             v_new[slots] = sol.v.reshape(-1, 6)
             if sol.lcp_size:
                 lcp_sizes.append(sol.lcp_size)

@@ -1,0 +1,187 @@
+"""Deterministic grasp candidates: approach directions x rolls x stand-offs x preshapes, per object.
+
+Directions (unit vectors in the world frame W, the way the hand moves):
+
+* ``sphere: N`` -- N directions evenly on the whole sphere: a Fibonacci lattice turned by a random
+  rotation drawn from the seed (so different seeds give different, equally even, sets).  Each
+  aims at the object's target point (its centre of mass, or its bounding-box centre).
+* ``normals: N`` -- N points drawn on the object's surface (area-weighted, from the seed); each
+  approaches against the outward surface normal there and aims at that surface point.
+* ``list`` -- explicit directions, aiming at the target point.
+* ``within: {axis, angle}`` keeps only directions within ``angle`` of ``axis`` (e.g. axis
+  [0, 0, -1] with 90 deg: from above and the side, not from under the table).  ``normals``
+  draws until N points pass (at most 100 N draws); ``sphere`` counts the lattice before the filter.
+
+Candidate ids are consecutive integers in the order object, direction (sphere, normals, list),
+roll, stand-off, preshape -- the same for a given configuration and seed on every machine.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+__all__ = ["Candidate", "ObjectGeometry", "object_geometry", "generate_candidates", "fibonacci_sphere",
+           "approach_frame"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One grasp to try (SI units, world frame)."""
+
+    id: int
+    object: str
+    source: str             # 'sphere' | 'normal' | 'list'
+    direction: tuple        # unit approach direction (3,)
+    target: tuple           # the point aimed at (3,), m
+    roll: float             # rad about the approach axis (see approach_frame)
+    standoff: float         # m: the palm stops this far before the target if nothing is touched first
+    preshape: dict          # {dof name: value} set before the approach (rad or m)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["direction"] = list(self.direction)
+        d["target"] = list(self.target)
+        d["preshape"] = dict(self.preshape)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Candidate":
+        return cls(int(d["id"]), d["object"], d["source"], tuple(d["direction"]), tuple(d["target"]),
+                   float(d["roll"]), float(d["standoff"]), dict(d["preshape"]))
+
+
+@dataclass
+class ObjectGeometry:
+    """What candidate generation needs of an object, in W at its initial pose."""
+
+    com: np.ndarray
+    center: np.ndarray       # bounding-box centre
+    vertices: np.ndarray     # (n, 3)
+    faces: np.ndarray        # (m, 3) int
+
+
+def object_geometry(world, name: str) -> ObjectGeometry:
+    b = world.bodies[name]
+    shape = b.instance.obj.shape
+    V = shape.vertices_in(b.pose)
+    return ObjectGeometry(com=b.com_world, center=0.5 * (V.min(axis=0) + V.max(axis=0)), vertices=V,
+                          faces=np.asarray(shape.faces, dtype=np.int64))
+
+
+def fibonacci_sphere(n: int) -> np.ndarray:
+    """(n, 3) unit vectors evenly spread on the sphere (Fibonacci lattice)."""
+    if n <= 0:
+        return np.zeros((0, 3))
+    i = np.arange(n, dtype=float)
+    z = 1.0 - (2.0 * i + 1.0) / n
+    r = np.sqrt(np.maximum(0.0, 1.0 - z * z))
+    phi = i * math.pi * (3.0 - math.sqrt(5.0))
+    return np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=1)
+
+
+def _random_rotation(rng: np.random.Generator) -> np.ndarray:
+    q = rng.standard_normal(4)
+    q /= np.linalg.norm(q)
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def _perpendicular(a: np.ndarray) -> np.ndarray:
+    """A unit vector perpendicular to unit ``a``, chosen deterministically: unit(e_k x a) with e_k
+    the world axis of a's smallest component (the first one on ties)."""
+    k = int(np.argmin(np.abs(a)))
+    e = np.zeros(3)
+    e[k] = 1.0
+    b = np.cross(e, a)
+    return b / np.linalg.norm(b)
+
+
+def approach_frame(a, roll: float) -> np.ndarray:
+    """Orthonormal frame [b1, b2, a] (columns, right-handed) about the unit approach direction ``a``:
+    ``b1`` is :func:`_perpendicular` turned by ``roll`` about ``a``.
+
+    The hand's palm frame is aligned so that its approach axis goes to ``a`` and its own reference
+    perpendicular (the same rule applied in the palm frame) to ``b1``: for the Barrett (approach +z
+    of the palm), a = [0, 0, -1] and roll 0 give the palm-down pose of worlds/barrett_mug.yaml.
+    """
+    a = np.asarray(a, dtype=float)
+    a = a / np.linalg.norm(a)
+    b1 = _perpendicular(a)
+    b2 = np.cross(a, b1)
+    c, s = math.cos(roll), math.sin(roll)
+    r1 = c * b1 + s * b2
+    r2 = np.cross(a, r1)
+    return np.stack([r1, r2, a], axis=1)
+
+
+def _within(dirs: np.ndarray, within) -> np.ndarray:
+    if within is None or not len(dirs):
+        return np.ones(len(dirs), dtype=bool)
+    ax = np.asarray(within["axis"], dtype=float)
+    return dirs @ ax >= math.cos(within["angle"]) - 1e-12
+
+
+def _surface_samples(geom: ObjectGeometry, rng: np.random.Generator, n: int):
+    V, F = geom.vertices, geom.faces
+    A, B, C = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
+    cr = np.cross(B - A, C - A)
+    area = 0.5 * np.linalg.norm(cr, axis=1)
+    ok = area > 1e-14
+    if not ok.any():
+        return np.zeros((0, 3)), np.zeros((0, 3))
+    p = np.where(ok, area, 0.0)
+    p = p / p.sum()
+    f = rng.choice(len(F), size=n, p=p)
+    u = rng.random((n, 2))
+    flip = u.sum(axis=1) > 1.0
+    u[flip] = 1.0 - u[flip]
+    pts = A[f] + u[:, :1] * (B[f] - A[f]) + u[:, 1:] * (C[f] - A[f])
+    nrm = cr[f] / np.linalg.norm(cr[f], axis=1, keepdims=True)
+    return pts, nrm
+
+
+def generate_candidates(config, geometries: dict) -> list[Candidate]:
+    """Every candidate of a :class:`~graspsim.batch.config.BatchConfig` (or its dict), given
+    ``geometries`` {object name: :class:`ObjectGeometry`}."""
+    c = config.candidates if hasattr(config, "candidates") else config["candidates"]
+    seed = config.seed if hasattr(config, "seed") else config["seed"]
+    scenes = config.scenes if hasattr(config, "scenes") else config["scenes"]
+    seqs = np.random.SeedSequence(int(seed)).spawn(len(scenes))
+    out: list[Candidate] = []
+    for si, sc in enumerate(scenes):
+        name = sc["object"]
+        g = geometries[name]
+        rng = np.random.default_rng(seqs[si])
+        aim = np.asarray(g.com if c["target"] == "com" else g.center, dtype=float)
+        rot = _random_rotation(rng)
+        dirs = []   # (source, direction, target)
+        sph = fibonacci_sphere(c["sphere"]) @ rot.T
+        for d in sph[_within(sph, c["within"])]:
+            dirs.append(("sphere", d, aim))
+        if c["normals"]:
+            need, tries, got = c["normals"], 0, []
+            while len(got) < need and tries < 100 * need:
+                pts, nrm = _surface_samples(g, rng, need)
+                tries += need
+                if not len(pts):
+                    break
+                keep = _within(-nrm, c["within"])
+                for p, nv in zip(pts[keep], nrm[keep]):
+                    if len(got) < need:
+                        got.append(("normal", -nv, p))
+            dirs.extend(got)
+        for d in c["list"]:
+            v = np.asarray(d, dtype=float)
+            dirs.append(("list", v / np.linalg.norm(v), aim))
+        for src, d, tgt in dirs:
+            dt = tuple(float(x) for x in d)
+            tt = tuple(float(x) for x in tgt)
+            for roll in c["rolls"]:
+                for so in c["standoffs"]:
+                    for pre in c["preshapes"]:
+                        out.append(Candidate(len(out), name, src, dt, tt, float(roll), float(so), dict(pre)))
+    return out

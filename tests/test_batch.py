@@ -1,0 +1,493 @@
+"""Batch grasp evaluation (graspsim.batch): determinism, parallel and Dask runs identical to the
+serial run, interrupt + resume, failures recorded, export round trips, summaries.
+
+Real SQLite files, real worker processes, a real Dask LocalCluster, a real runner subprocess
+killed with SIGINT and SIGKILL.  Candidate counts are small to keep the module fast.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+import graspsim
+from graspsim import ModelError
+from graspsim.batch import (BatchError, RESULT_COLUMNS, export_results, generate_candidates, load_config,
+                            read_config, read_results, run_batch, summarize)
+from graspsim.batch.candidates import approach_frame, object_geometry
+from graspsim.batch.config import load_scene_world
+from graspsim.batch.progress import Progress
+from graspsim.batch.store import read_csv
+
+ROOT = Path(__file__).resolve().parent.parent
+WORLD = str(ROOT / "worlds" / "barrett_mug.yaml")
+
+# ~28 candidates: sphere directions from above/the side, straight down, and one horizontal
+# direction whose pre-grasp pose sits in the table
+SMALL = {"batch": "small", "seed": 7, "world": WORLD, "hand": "barrett", "objects": ["mug"],
+         "candidates": {"directions": {"sphere": 10, "list": [[0, 0, -1], [1, 0, 0]],
+                                       "within": {"axis": [0, 0, -1], "angle": math.radians(95)}},
+                        "rolls": 2, "standoffs": [0.0, 0.14]}}
+
+
+def _db(tmp_path, name):
+    return tmp_path / f"{name}.sqlite"
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The small configuration evaluated serially: (db path, rows without timings)."""
+    db = tmp_path_factory.mktemp("batch_ref") / "ref.sqlite"
+    res = run_batch(SMALL, db, progress="off")
+    assert res.evaluated == res.total and not res.interrupted
+    return db, read_results(db, timings=False)
+
+
+def _same(rows_a, rows_b):
+    assert [r["id"] for r in rows_a] == [r["id"] for r in rows_b]
+    for a, b in zip(rows_a, rows_b):
+        diff = {k: (a[k], b[k]) for k in a if a[k] != b[k]}
+        assert not diff, f"candidate {a['id']} differs: {diff}"
+
+
+# -- configuration ---------------------------------------------------------------------------------
+
+def test_batch_file_errors_name_file_line_field(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text(f"""batch: bad
+world: {WORLD}
+hand: barret
+candidates:
+  directions: {{sphere: -3}}
+  rollz: 4
+  standoffs: [0, -5]
+evaluation: {{mode: fast}}
+""")
+    with pytest.raises(ModelError) as ei:
+        load_config(p)
+    errs = [str(e) for e in getattr(ei.value, "errors", [ei.value])]
+    text = "\n".join(errs)
+    assert f"{p}:5: candidates.directions.sphere: must be >= 0" in text
+    assert f"{p}:6: candidates.rollz: unknown key 'rollz' (did you mean 'rolls'?)" in text
+    assert f"{p}:7: candidates.standoffs[1]: must be >= 0" in text
+    assert f"{p}:8: evaluation.mode: 'fast' is not one of static, dynamic" in text
+    # names are checked against the world once the structure is sound
+    p.write_text(f"batch: bad\nworld: {WORLD}\nhand: barret\ncandidates: {{preshapes: [{{spred: 0}}]}}\n")
+    with pytest.raises(ModelError) as ei:
+        load_config(p)
+    assert str(ei.value) == f"{p}:3: hand: world 'barrett_mug' has no robot 'barret' (did you mean 'barrett'?); " \
+                            "robots: barrett"
+    p.write_text(f"batch: bad\nunits: {{angle: deg}}\nworld: {WORLD}\nhand: barrett\n"
+                 "candidates:\n  preshapes:\n    - {spred: 0}\n    - {spread: 200}\n")
+    with pytest.raises(ModelError) as ei:
+        load_config(p)
+    text = "\n".join(str(e) for e in getattr(ei.value, "errors", [ei.value]))
+    assert f"{p}:7: candidates.preshapes[0].spred: robot 'barrett' has no DOF 'spred' (did you mean 'spread'?)" in text
+    assert f"{p}:8: candidates.preshapes[1].spread: 200 deg is outside the DOF limits [0, 180] deg" in text
+
+
+def test_mounted_hand_is_refused_with_a_clear_message():
+    with pytest.raises(ModelError, match="mounted on 'puma'.*needs an unmounted hand"):
+        load_config({"batch": "m", "world": str(ROOT / "worlds" / "puma_barrett_handset.yaml"), "hand": "barrett"})
+
+
+def test_config_hash_ignores_paths_and_output_but_not_candidates():
+    a = load_config(SMALL)
+    b = load_config(dict(SMALL, output="elsewhere.sqlite"))
+    c = load_config(dict(SMALL, seed=8))
+    assert a.config_hash() == b.config_hash() != c.config_hash()
+    assert json.loads(json.dumps(a.to_dict())) == a.to_dict()
+
+
+# -- candidates ------------------------------------------------------------------------------------
+
+def _geometries(cfg):
+    return {s["object"]: object_geometry(load_scene_world(s), s["object"]) for s in cfg.scenes}
+
+
+def test_candidates_are_deterministic_and_complete():
+    cfg = load_config(dict(SMALL, candidates=dict(SMALL["candidates"], directions={
+        "sphere": 40, "normals": 6, "list": [[0, 0, -1]], "within": {"axis": [0, 0, -1], "angle": math.radians(90)}})))
+    geo = _geometries(cfg)
+    c1, c2 = generate_candidates(cfg, geo), generate_candidates(cfg, geo)
+    assert [c.to_dict() for c in c1] == [c.to_dict() for c in c2]
+    assert [c.id for c in c1] == list(range(len(c1)))
+    other = generate_candidates(load_config(dict(SMALL, seed=99, candidates=dict(SMALL["candidates"],
+                                                                                  directions={"sphere": 40}))), geo)
+    assert {c.direction for c in other} != {c.direction for c in c1}
+    per_dir = len(cfg.candidates["rolls"]) * len(cfg.candidates["standoffs"]) * len(cfg.candidates["preshapes"])
+    src = Counter(c.source for c in c1)
+    assert src["normal"] == 6 * per_dir and src["list"] == per_dir
+    assert 0.4 * 40 * per_dir <= src["sphere"] <= 0.6 * 40 * per_dir      # a hemisphere of 40 even directions
+    import trimesh
+
+    g = geo["mug"]
+    mesh = trimesh.Trimesh(g.vertices, g.faces, process=False)
+    for c in c1:
+        d = np.array(c.direction)
+        assert abs(np.linalg.norm(d) - 1) < 1e-12 and d[2] <= 1e-9       # within 90 deg of straight down
+        if c.source == "normal":                                         # on the mug's surface
+            _, dist, _ = mesh.nearest.on_surface([c.target])
+            assert dist[0] < 1e-9
+        else:
+            assert np.allclose(c.target, g.com)
+
+
+def test_approach_frame_reproduces_the_shipped_palm_down_pose():
+    w = graspsim.load_world(WORLD)
+    h = w.robots["barrett"]
+    R_world = h.palm_pose[:3, :3]                      # rpy [180, 0, 0] in worlds/barrett_mug.yaml
+    R = approach_frame([0, 0, -1], 0.0) @ approach_frame(h.description.approach, 0.0).T
+    assert np.allclose(R, R_world, atol=1e-12)
+    F = approach_frame([0.3, -0.4, 0.5], 1.1)
+    assert np.allclose(F.T @ F, np.eye(3), atol=1e-12) and np.isclose(np.linalg.det(F), 1.0)
+    assert np.allclose(F[:, 2], np.array([0.3, -0.4, 0.5]) / np.linalg.norm([0.3, -0.4, 0.5]))
+
+
+# -- evaluation ------------------------------------------------------------------------------------
+
+def test_serial_runs_are_identical(reference, tmp_path):
+    db, ref = reference
+    res = run_batch(SMALL, _db(tmp_path, "again"), progress="off")
+    assert res.evaluated == len(ref)
+    _same(ref, read_results(_db(tmp_path, "again"), timings=False))
+    assert set(RESULT_COLUMNS) <= set(ref[0])
+
+
+def test_top_down_candidate_equals_direct_static_auto_grasp(reference):
+    """The straight-down candidate with a 140 mm stand-off stops above the mug without touching
+    it (palm at the target + 140 mm, palm down); its row must equal static_auto_grasp there."""
+    _, rows = reference
+    r = next(x for x in rows if x["source"] == "list" and x["dir_z"] == -1.0 and x["roll"] == 0.0
+             and x["standoff"] == 0.14)
+    assert r["status"] == "ok" and r["approach_stop"] == "standoff"
+    target = np.array([r["target_x"], r["target_y"], r["target_z"]])
+    assert np.allclose([r["palm_x"], r["palm_y"], r["palm_z"]], target + [0, 0, 0.14], atol=1e-12)
+    assert np.allclose([r["palm_qw"], r["palm_qx"], r["palm_qy"], r["palm_qz"]], [0, 1, 0, 0], atol=1e-12)
+    w = graspsim.load_world(WORLD)
+    assert np.allclose(target, w.bodies["mug"].com_world)
+    h = w.robots["barrett"]
+    start = w.save_state()
+    # the pose by the documented rule (palm = base link for the Barrett): the same numbers exactly
+    X = np.eye(4)
+    X[:3, :3] = approach_frame([0, 0, -1], 0.0) @ approach_frame(h.description.approach, 0.0).T
+    X[:3, 3] = target + [0, 0, 0.14]
+    h.base_pose = X
+    res = graspsim.control.static_auto_grasp(w, "barrett", obj="mug", gws="L1")
+    assert res.quality.force_closure and r["force_closure"] == 1
+    assert r["epsilon"] == res.quality.epsilon > 0.05
+    assert r["volume"] == res.quality.volume
+    assert r["n_contacts"] == len(res.grasp_contacts) >= 3
+    assert json.loads(r["dofs"]) == [float(x) for x in res.dofs]
+    # and the world file's own palm-down orientation (rpy 180 deg, rounded differently) agrees
+    w.restore_state(start)
+    X = h.base_pose
+    X[:3, 3] = target + [0, 0, 0.14]
+    h.base_pose = X
+    res2 = graspsim.control.static_auto_grasp(w, "barrett", obj="mug", gws="L1")
+    assert math.isclose(res2.quality.epsilon, r["epsilon"], rel_tol=1e-9)
+
+
+def test_outcomes_force_closure_and_pregrasp_collisions_recorded(reference):
+    _, rows = reference
+    st = Counter(r["status"] for r in rows)
+    assert st["ok"] > 0 and st["pregrasp_collision"] > 0 and st.get("error", 0) == 0
+    ok = [r for r in rows if r["status"] == "ok"]
+    assert sum(r["force_closure"] for r in ok) / len(ok) > 0.2
+    for r in ok:
+        assert r["approach_stop"] in ("contact", "standoff")
+        assert (r["epsilon"] > 0) == bool(r["force_closure"])
+        if r["approach_stop"] == "contact":
+            assert r["touched"] in ("mug", "table", "mug;table")
+    # horizontal approach at the mug's centre of mass height: the open hand sits in the table
+    horiz = [r for r in rows if r["source"] == "list" and r["dir_x"] == 1.0]
+    assert len(horiz) == 4
+    for r in horiz:
+        assert r["status"] == "pregrasp_collision" and "table" in r["collision"]
+        assert r["epsilon"] is None and r["approach_stop"] is None
+
+
+def test_two_workers_identical_to_serial(reference, tmp_path):
+    _, ref = reference
+    res = run_batch(SMALL, _db(tmp_path, "w2"), workers=2, chunk_size=3, progress="off")
+    assert res.backend == "processes" and res.workers == 2 and res.evaluated == len(ref)
+    rows = read_results(_db(tmp_path, "w2"))
+    assert len({r["worker"] for r in rows}) == 2          # both processes evaluated candidates
+    _same(ref, read_results(_db(tmp_path, "w2"), timings=False))
+
+
+def test_dask_local_cluster_identical_to_serial(reference, tmp_path):
+    from distributed import Client, LocalCluster
+
+    _, ref = reference
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl:
+        # by scheduler address, as `graspsim batch --scheduler ADDRESS` does
+        res = run_batch(SMALL, _db(tmp_path, "dask"), scheduler=cl.scheduler_address, chunk_size=4, progress="off")
+        assert res.backend == "dask" and res.workers == 2 and res.evaluated == len(ref)
+        _same(ref, read_results(_db(tmp_path, "dask"), timings=False))
+        # with a Client of the caller's; resuming a partly filled database on Dask
+        with Client(cl) as client:
+            db = _db(tmp_path, "dask2")
+            run_batch(dict(SMALL, candidates=dict(SMALL["candidates"], standoffs=[0.0, 0.14])), db,
+                      client=client, chunk_size=5, progress="off")
+            with sqlite3.connect(db) as con:
+                con.execute("DELETE FROM results WHERE id % 3 = 1")
+            res = run_batch(SMALL, db, client=client, resume=True, chunk_size=5, progress="off")
+            assert res.skipped == len(ref) - res.evaluated and res.evaluated >= len(ref) // 3
+    _same(ref, read_results(db, timings=False))
+
+
+def test_candidate_that_raises_is_recorded_and_the_run_goes_on(reference, tmp_path):
+    _, ref = reference
+    bad = [r["id"] for r in ref if r["status"] == "ok"][:2]
+    db = _db(tmp_path, "raise")
+    res = run_batch(SMALL, db, progress="off", _faults={bad[0]: "raise", bad[1]: "raise"})
+    assert res.evaluated == len(ref) and res.counts["error"] == 2
+    rows = read_results(db, timings=False)
+    for r in rows:
+        if r["id"] in bad:
+            assert r["status"] == "error" and r["error_kind"] == "SimulationError"
+            assert r["error_stage"] == "pregrasp" and "injected failure" in r["error"]
+    _same([r for r in ref if r["id"] not in bad], [r for r in rows if r["id"] not in bad])
+    s = summarize(db)
+    assert s.failures == [("SimulationError", "pregrasp", 2, s.failures[0][3])]
+    assert "SimulationError (pregrasp): 2" in s.text()
+
+
+def test_crashed_worker_candidates_are_requeued_or_recorded(reference, tmp_path):
+    """A worker that dies once: its candidates run again (alone) and the table is unchanged.
+    A candidate that kills every worker: recorded as WorkerCrash after max_attempts."""
+    _, ref = reference
+    ok = [r["id"] for r in ref if r["status"] == "ok"]
+    once, always = ok[1], ok[-1]
+    cfg = dict(SMALL, evaluation={"max_attempts": 2})
+    db = _db(tmp_path, "crash")
+    res = run_batch(cfg, db, workers=2, chunk_size=4, progress="off",
+                    _faults={once: f"exit-once:{tmp_path / 'crashed'}", always: "exit"})
+    assert res.crashes == 3 and res.evaluated == len(ref)
+    rows = read_results(db, timings=False)
+    r = next(x for x in rows if x["id"] == always)
+    assert r["status"] == "error" and r["error_kind"] == "WorkerCrash" and "died 2 time(s)" in r["error"]
+    _same([x for x in ref if x["id"] != always], [x for x in rows if x["id"] != always])
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM attempts").fetchone()[0] == 0
+
+
+# -- interruption and resume -----------------------------------------------------------------------
+
+KILL = dict(SMALL, batch="kill", candidates=dict(SMALL["candidates"], standoffs=[0.0, 0.06, 0.14],
+                                                 directions={"sphere": 16, "list": [[0, 0, -1]],
+                                                             "within": {"axis": [0, 0, -1], "angle": math.radians(95)}}))
+
+
+def _count(db):
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
+            return con.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _start(cfg_file, db, *extra):
+    return subprocess.Popen([sys.executable, "-m", "graspsim.cli", "batch", str(cfg_file), "--db", str(db),
+                             "--chunk", "2", "--progress", "lines", "--progress-interval", "0.2", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
+
+
+def _wait_rows(proc, db, n, timeout=60.0):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if _count(db) >= n:
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"runner ended early: {proc.returncode}\n{proc.stderr.read()}")
+        time.sleep(0.01)
+    raise AssertionError("no results appeared")
+
+
+def test_interrupt_and_kill_then_resume_gives_the_uninterrupted_table(tmp_path):
+    cfg_file = tmp_path / "kill.yaml"
+    cfg_file.write_text(yaml.safe_dump(KILL))
+    db = _db(tmp_path, "killed")
+    total = len(generate_candidates(load_config(KILL), _geometries(load_config(KILL))))
+    # 1. Ctrl-C (SIGINT): a clean stop, exit code 130, a hint to resume
+    p = _start(cfg_file, db)
+    _wait_rows(p, db, 4)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "interrupted" in err and "--resume" in err
+    n1 = _count(db)
+    assert 4 <= n1 < total
+    # without --resume the database is not touched
+    p = _start(cfg_file, db)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and "already holds a run" in err and "--resume" in err
+    # 2. resumed, then SIGKILL mid-run
+    p = _start(cfg_file, db, "--resume")
+    _wait_rows(p, db, n1 + 4)
+    p.kill()
+    p.wait(timeout=30)
+    n2 = _count(db)
+    assert n1 + 4 <= n2 < total
+    # 3. resumed in this process: completes; identical to an uninterrupted run
+    res = run_batch(str(cfg_file), db, resume=True, progress="off")
+    assert res.skipped == n2 and res.evaluated == total - n2
+    rows = read_results(db, timings=False)
+    assert [r["id"] for r in rows] == list(range(total))      # none lost, none twice
+    ref_db = _db(tmp_path, "uninterrupted")
+    run_batch(KILL, ref_db, progress="off")
+    _same(read_results(ref_db, timings=False), rows)
+    with sqlite3.connect(db) as con:
+        sessions = [r[0] for r in con.execute("SELECT status FROM sessions ORDER BY session")]
+    assert sessions == ["interrupted", "killed", "completed"]
+    # a finished run resumed again: nothing to do
+    again = run_batch(str(cfg_file), db, resume=True, progress="off")
+    assert again.evaluated == 0 and again.skipped == total
+
+
+def test_resume_refuses_a_different_configuration(reference, tmp_path):
+    db = _db(tmp_path, "cfg")
+    run_batch(dict(SMALL, candidates=dict(SMALL["candidates"], rolls=1, standoffs=[0.14])), db, progress="off")
+    with pytest.raises(BatchError, match="cannot resume.*different configuration"):
+        run_batch(dict(SMALL, seed=8), db, resume=True, progress="off")
+    with pytest.raises(BatchError, match="already holds a run"):
+        run_batch(SMALL, db, progress="off")
+    res = run_batch(SMALL, db, overwrite=True, progress="off")
+    _same(reference[1], read_results(db, timings=False))
+    assert res.skipped == 0
+
+
+# -- output --------------------------------------------------------------------------------------------
+
+def test_export_csv_and_parquet_round_trip(reference, tmp_path):
+    import pyarrow.parquet as pq
+
+    db, _ = reference
+    rows = read_results(db)
+    csv_path = export_results(db, tmp_path / "r.csv")
+    assert read_csv(csv_path) == rows                      # floats at full precision, NULLs kept
+    pq_path = export_results(db, tmp_path / "r.parquet")
+    t = pq.read_table(pq_path)
+    assert t.to_pylist() == rows
+    meta = {k.decode(): v.decode() for k, v in t.schema.metadata.items()}
+    assert meta["graspsim.config_hash"] == read_config(db)["config_hash"]
+    assert json.loads(meta["graspsim.config"])["name"] == "small"
+    with pytest.raises(ValueError, match="export format"):
+        export_results(db, tmp_path / "r.txt")
+
+
+def test_run_config_table_holds_configuration_and_version(reference):
+    db, rows = reference
+    meta = read_config(db)
+    assert meta["graspsim_version"] == graspsim.__version__
+    assert meta["config"]["name"] == "small" and int(meta["n_candidates"]) == len(rows)
+    assert meta["config_hash"] == load_config(SMALL).config_hash()
+
+
+def test_summary_counts_and_plots(reference, tmp_path, capsys):
+    from graspsim.cli import main
+
+    db, rows = reference
+    s = summarize(db, top=3)
+    st = Counter(r["status"] for r in rows)
+    assert s.by_status == dict(st) and s.evaluated == s.total == len(rows)
+    fc = [r for r in rows if r["force_closure"]]
+    assert s.force_closure == len(fc)
+    assert sorted(s.epsilon) == sorted(r["epsilon"] for r in fc)
+    assert [r["id"] for r in s.best] == [r["id"] for r in sorted(fc, key=lambda r: (-r["epsilon"], r["id"]))[:3]]
+    assert main(["results", "summary", str(db), "--top", "3", "--plots", str(tmp_path / "plots")]) == 0
+    out = capsys.readouterr().out
+    assert f"candidates: {len(rows)}, evaluated: {len(rows)}" in out
+    assert f"pregrasp_collision {st['pregrasp_collision']}" in out and "best 3 grasps" in out
+    assert "failures: none" in out
+    for f in ("epsilon_hist.png", "success_vs_direction.png"):
+        data = (tmp_path / "plots" / f).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    assert main(["results", "export", str(db), str(tmp_path / "x.csv"), "--no-timings"]) == 0
+    assert f"exported {len(rows)} rows" in capsys.readouterr().out
+    assert read_csv(tmp_path / "x.csv") == rows
+
+
+def test_progress_lines_when_not_a_terminal():
+    buf = io.StringIO()
+    p = Progress(10, 2, name="batch t", stream=buf, interval=0.0)
+    assert p.mode == "lines"
+    p.start()
+    p.update(3, {"ok": 2, "error": 1})
+    p.close()
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("batch t: 5/10 (50.0%) ") and "/s ETA " in lines[0]
+    assert lines[0].endswith("| error 1, ok 2") and "elapsed" in lines[-1]
+
+
+# -- other inputs ----------------------------------------------------------------------------------
+
+def test_hand_and_object_files_on_a_table(tmp_path):
+    cfg = {"batch": "files", "seed": 1, "hand": str(ROOT / "robots" / "barrett.yaml"),
+           "objects": [str(ROOT / "objects" / "can.yaml"), {"file": str(ROOT / "objects" / "cube.yaml"), "name": "block"}],
+           "candidates": {"directions": {"list": [[0, 0, -1], [0, 1, 0]]}, "standoffs": [0.13]}}
+    c = load_config(cfg)
+    assert c.objects == ["can", "block"]
+    db = _db(tmp_path, "files")
+    res = run_batch(c, db, progress="off")
+    rows = read_results(db)
+    assert res.evaluated == 4 and [r["object"] for r in rows] == ["can", "can", "block", "block"]
+    for o in ("can", "block"):
+        w = load_scene_world(next(s for s in c.scenes if s["object"] == o))
+        assert not graspsim.collision.check_interpenetration(w, raise_error=False)
+        V = w.bodies[o].instance.obj.shape.vertices_in(w.bodies[o].pose)
+        assert abs(V[:, 2].min()) < 1e-12                       # standing on the table top (z = 0)
+    down = [r for r in rows if r["dir_z"] == -1.0]
+    assert all(r["status"] == "ok" for r in down) and any(r["force_closure"] for r in down)
+    side = [r for r in rows if r["dir_y"] == 1.0]
+    assert all(r["status"] == "pregrasp_collision" and "table" in r["collision"] for r in side)
+
+
+def test_command_line_flags_without_a_batch_file(tmp_path, capsys):
+    from graspsim.cli import main
+
+    db = _db(tmp_path, "flags")
+    rc = main(["batch", "--world", WORLD, "--direction", "0,0,-1", "--rolls", "2", "--standoff", "140mm",
+               "--preshape", "spread=30deg", "--db", str(db), "--progress", "off"])
+    assert rc == 0
+    assert "2 evaluated now" in capsys.readouterr().out
+    rows = read_results(db)
+    assert [r["standoff"] for r in rows] == [0.14, 0.14]
+    assert [json.loads(r["preshape"]) for r in rows] == [{"spread": math.radians(30)}] * 2
+    assert [r["roll"] for r in rows] == [0.0, math.pi]
+    with pytest.raises(SystemExit) as ei:
+        main(["batch", "--world", WORLD, "--direction", "0,0", "--db", str(db)])
+    assert ei.value.code == 2 and "is not a direction like 0,0,-1" in capsys.readouterr().err
+    assert main(["batch", "--db", str(db)]) == 2
+
+
+def test_dynamic_mode_runs_the_lift_test_or_says_what_is_missing(tmp_path):
+    cfg = dict(SMALL, batch="dyn", evaluation={"mode": "dynamic", "dynamic": {"timeout": 1.5, "lift_duration": 0.5,
+                                                                            "lift_hold": 0.2}},
+               candidates={"directions": {"list": [[0, 0, -1]]}, "standoffs": [0.14]})
+    try:
+        from graspsim.control import dynamic_auto_grasp, lift_test
+        assert callable(dynamic_auto_grasp) and callable(lift_test)
+    except (ImportError, AttributeError):
+        with pytest.raises(BatchError, match="dynamic evaluation .* needs graspsim.control.dynamic_auto_grasp"):
+            run_batch(cfg, _db(tmp_path, "dyn"), progress="off")
+        return
+    res = run_batch(cfg, _db(tmp_path, "dyn"), progress="off")
+    rows = read_results(_db(tmp_path, "dyn"))
+    assert res.evaluated == 1
+    r = rows[0]
+    assert r["status"] == "ok", r["error"]
+    assert r["held"] in (0, 1) and r["dropped"] in (0, 1) and r["slip"] is not None and r["lifted"] is not None
+    assert r["epsilon"] > 0 and r["t_dynamic"] > 0
