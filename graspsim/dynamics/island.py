@@ -92,7 +92,7 @@ def _blockmul(Minv: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 
 def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
-                 describe=lambda: "", warm_start=None) -> IslandSolution:
+                 describe=lambda: "", warm_start=None, first_level: int = 0) -> IslandSolution:
     """Solve one island; raise :class:`SimulationError` if the LCP cannot be solved.
 
     ``warm_start``: the basis (mask of basic z) of this island's previous LCP of the same size;
@@ -154,6 +154,8 @@ def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
     tries = [(p.compliance * 100.0 ** k, 0.0) for k in range(max_regularization_tries)] + \
         [(p.compliance * 100.0 ** (max_regularization_tries - 1), 1e-8 * scale)]
     for attempt, (cfm, reg) in enumerate(tries):
+        if attempt < min(first_level, len(tries) - 1):
+            continue     # this island needed a softer contact model last time: start there
         Mtry = Mlcp.copy()
         if cfm > 0 and len(cidx):
             Mtry[cidx, cidx] += cfm * dg
@@ -178,4 +180,5 @@ def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
         c_e = c_free
     sol = IslandSolution(v_free + dv, c_e, z, m, int(res.pivots), cfm if attempt else 0.0)
     sol.basis = res.basis
+    sol.level = attempt
     return sol

@@ -152,6 +152,7 @@ class Simulator:
         self._ext = np.zeros((nb, 6))
         self._kinematic: dict[int, Callable] = {}
         self._warm: dict = {}      # island (bodies, limit rows, contacts) -> last LCP basis (warm start)
+        self._level: dict = {}     # island bodies -> contact-compliance retry level that last worked
         # joint connectivity of dynamic bodies (islands grow from these components by contacts)
         slot = self.bodies.slot
         pj, cj = slot[self.js.parent], slot[self.js.child]
@@ -769,10 +770,14 @@ class Simulator:
                                  len(lim_r), D, mu[cidx] if len(cidx) else np.zeros(0), self.u, self.contact_compliance)
             names = [self.table.names[self.bodies.table_index[x]] for x in slots]
             key = (tuple(slots.tolist()), len(lim_r), len(cidx))
-            sol = solve_island(prob, lemke=self._lemke, warm_start=self._warm.get(key),
+            level = self._level.get(key[0], 0)
+            sol = solve_island(prob, lemke=self._lemke, warm_start=self._warm.get(key), first_level=level,
                                describe=lambda: f"island {isl} with bodies {', '.join(names)}")
             if sol.lcp_size:
                 self._warm[key] = getattr(sol, "basis", None)
+                # remember a softer level that was needed; relax back one level at a time
+                lv = getattr(sol, "level", 0)
+                self._level[key[0]] = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
             v_new[slots] = sol.v.reshape(-1, 6)
             if sol.lcp_size:
                 lcp_sizes.append(sol.lcp_size)
