@@ -69,22 +69,6 @@ def base_row(c: Candidate) -> dict:
             "roll": c.roll, "standoff": c.standoff, "preshape": json.dumps(c.preshape, sort_keys=True)}
 
 
-class _Restricted:
-    """The collision model restricted to some pairs (the interface localize_impact needs)."""
-
-    def __init__(self, model, pairs):
-        self.model, self.pairs, self.threshold, self.table = model, pairs, model.threshold, model.table
-
-    def penetrating(self, poses, pairs=None):
-        return self.model.penetrating(poses, pairs=self.pairs if pairs is None else pairs)
-
-    def pair_separations(self, poses, pairs):
-        return self.model.pair_separations(poses, pairs)
-
-    def penetration_depth(self, i, j, poses):
-        return self.model.penetration_depth(i, j, poses)
-
-
 _IDENTITY = np.eye(4)
 _IDENTITY.setflags(write=False)
 
@@ -93,7 +77,7 @@ class _Scene:
     """One object's world with the hand: loaded once per worker, reset before every candidate."""
 
     def __init__(self, scene: dict, hand: str, world=None):
-        from ..collision import model_for
+        from ..collision import PairView, model_for
         from .config import load_scene_world
 
         self.world = w = world if world is not None else load_scene_world(scene)
@@ -122,7 +106,7 @@ class _Scene:
                     continue
                 pairs.append(p)
         self.pairs = np.array(sorted(set(pairs)), dtype=np.int64).reshape(-1, 2)
-        self.restricted = _Restricted(self.model, self.pairs)
+        self.restricted = PairView(self.model, self.pairs)
         b = w.bodies[self.obj]
         shape = b.instance.obj.shape
         self.obj_vertices = shape.vertices_in(b.pose)

@@ -111,3 +111,21 @@ def localize_joint_limit(q_of_s: Callable[[float], np.ndarray], lower, upper, *,
         if -e[k] <= tol[k]:
             return mid, k
     return lo, k
+
+
+class PairView:
+    """A collision model restricted to some pairs: what :func:`localize_impact` needs, for searches
+    that must watch only some bodies (a hand's links, pairs that newly interpenetrate)."""
+
+    def __init__(self, model, pairs):
+        self.model, self.pairs, self.threshold, self.table = model, pairs, model.threshold, model.table
+
+    def penetrating(self, poses, pairs=None):
+        return self.model.penetrating(poses, pairs=self.pairs if pairs is None else pairs)
+
+    def pair_separations(self, poses, pairs):
+        return self.model.pair_separations(poses, pairs)
+
+    def penetration_depth(self, i, j, poses):
+        return self.model.penetration_depth(i, j, poses)
+

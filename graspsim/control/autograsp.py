@@ -55,7 +55,7 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
     if there is exactly one), the grasp's contacts with it are analysed (force closure, epsilon,
     volume).
     """
-    from ..collision import localize_impact, model_for
+    from ..collision import PairView, localize_impact, model_for
     from ..errors import CollisionError
 
     h = world.robots[hand]
@@ -117,7 +117,7 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
             start = dofs.copy()
             move = lambda f: poses_for(start + f * (target - start))
             try:
-                frac = localize_impact(move, _Pairs(model, pairs), threshold=thr)
+                frac = localize_impact(move, PairView(model, pairs), threshold=thr)
             except CollisionError:
                 frac = 0.0     # already touching (separation 0) at the start of the step: no advance
             evals += 8
@@ -170,17 +170,3 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
     return res
 
 
-class _Pairs:
-    """The collision model restricted to the hand's pairs (for the impact search)."""
-
-    def __init__(self, model, pairs):
-        self.model, self.pairs, self.threshold, self.table = model, pairs, model.threshold, model.table
-
-    def penetrating(self, poses, pairs=None):
-        return self.model.penetrating(poses, pairs=self.pairs if pairs is None else pairs)
-
-    def pair_separations(self, poses, pairs):
-        return self.model.pair_separations(poses, pairs)
-
-    def penetration_depth(self, i, j, poses):
-        return self.model.penetration_depth(i, j, poses)

@@ -72,25 +72,6 @@ class StepInfo:
     timing: dict = field(default_factory=dict)
 
 
-class _PairView:
-    """A collision model restricted to some pairs (for the impact search of step 3)."""
-
-    def __init__(self, model, pairs):
-        self.model, self.pairs, self.threshold, self.table = model, pairs, model.threshold, model.table
-
-    def penetration_depth(self, i, j, poses):
-        return self.model.penetration_depth(i, j, poses)
-
-    def penetrating(self, poses, pairs=None):
-        return self.model.penetrating(poses, pairs=self.pairs if pairs is None else pairs)
-
-    def pair_separations(self, poses, pairs):
-        return self.model.pair_separations(poses, pairs)
-
-    def names(self, i):
-        return self.model.names(i)
-
-
 class Simulator:
     """Time-stepping rigid-body simulation of a :class:`~graspsim.world.World`.
 
@@ -504,12 +485,12 @@ class Simulator:
         new = [p for p in watch if p not in before]
         if not new:
             return 1.0, False
-        from ..collision import localize_impact
+        from ..collision import PairView, localize_impact
         from ..errors import CollisionError
 
         move = lambda f: self._poses(*B.integrate_poses(s.c, s.q, s.v, f * h))
         try:
-            return localize_impact(move, _PairView(model, new), threshold=self.threshold), False
+            return localize_impact(move, PairView(model, new), threshold=self.threshold), False
         except CollisionError:
             # the pair already touches (separation ~0) at the start of the step, so no fraction
             # puts it in (0, threshold]: it is a contact already -- let its rows (with error
