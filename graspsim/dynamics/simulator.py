@@ -109,9 +109,8 @@ class Simulator:
         self._all_joints = np.arange(len(self.js))
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
-        if lemke is None:
-            from ..lcp import lemke as _lemke
-            lemke = _lemke
+        # None: the compiled island solver (with the project's Lemke); a callable: the reference
+        # implementation of island.py with that LCP solver
         self._lemke = lemke
         nb = len(self.bodies)
         self._X_static = world.body_poses()
@@ -710,16 +709,22 @@ class Simulator:
         Minv = np.zeros((nb, 6, 6))
         Minv[:, 0, 0] = Minv[:, 1, 1] = Minv[:, 2, 2] = 1.0 / self.bodies.mass
         Minv[:, 3:, 3:] = np.linalg.inv(I_W)
-        Mv = np.concatenate([self.bodies.mass[:, None] * v[:, :3], np.einsum("nij,nj->ni", I_W, v[:, 3:])], 1)
         a_over_M = v + h * np.einsum("nij,nj->ni", Minv, k)        # M^-1 (M v + h k)
-
-        def island_of(rows: Rows) -> np.ndarray:
-            first = np.where(rows.bodies >= 0, rows.bodies, nb).min(axis=1)
-            return np.concatenate([labels, [-1]])[first] if len(rows) else np.zeros(0, int)
-
-        li_hard, li_soft, li_lim, li_n = island_of(hard), island_of(soft), island_of(limits), island_of(normals)
-        li_f = np.repeat(li_n, self.u) if len(normals) else np.zeros(0, int)
-        comp_soft = soft.compliance()
+        # every row in one block; rows grouped by (island, kind) with a stable sort so friction rows
+        # stay contact-major and equality rows hard-before-soft
+        blocks = (hard, soft, limits, normals, frictions)
+        sizes = [len(b) for b in blocks]
+        allr = Rows.concat(list(blocks))
+        if len(allr):
+            first = np.where(allr.bodies >= 0, allr.bodies, nb).min(axis=1)
+            isl_of_row = np.concatenate([labels, [-1]])[first]
+        else:
+            isl_of_row = np.zeros(0, np.int64)
+        kind = np.repeat(np.arange(5), sizes)
+        key = np.where(isl_of_row >= 0, isl_of_row * 5 + kind, -1)
+        row_order = np.argsort(key, kind="stable")
+        rb = np.searchsorted(key[row_order], np.arange(5 * n_isl + 1))
+        off_n = sizes[0] + sizes[1] + sizes[2]
         k_contacts = len(normals)
         impulses = np.zeros((k_contacts, 3))
         hard_impulse = np.zeros(len(hard))
@@ -727,56 +732,78 @@ class Simulator:
         lcp_sizes, pivots = [], 0
         order = np.argsort(labels, kind="stable")
         bounds = np.searchsorted(labels[order], np.arange(n_isl + 1))
-        n_hard_rows = len(hard)
+        compiled = self._lemke is None
+        if compiled:
+            from . import _island_kernel as IK
+            jac = np.ascontiguousarray(allr.jac)
+            bod = np.ascontiguousarray(allr.bodies)
+            rhs = np.ascontiguousarray(allr.rhs, dtype=float)
+            comp = allr.compliance()
+            herr = np.ascontiguousarray(hard_err, dtype=float)
         for isl in range(n_isl):
             slots = order[bounds[isl]:bounds[isl + 1]]
-            e_mask = li_hard == isl
-            s_mask = li_soft == isl
-            l_mask = li_lim == isl
-            n_mask = li_n == isl
-            if not (e_mask.any() or s_mask.any() or l_mask.any() or n_mask.any()):
+            r0 = rb[5 * isl]
+            if rb[5 * isl + 5] == r0:
                 v_new[slots] = a_over_M[slots]            # eq. (15): a free body
                 continue
-            eqr = Rows.concat([hard.select(e_mask), soft.select(s_mask)])
-            Je = eqr.dense(slots, nb)
-            eps = eqr.rhs
-            comp = np.concatenate([np.zeros(int(e_mask.sum())), comp_soft[s_mask]])
-            lim_r, nrm_r = limits.select(l_mask), normals.select(n_mask)
-            Hl = np.concatenate([lim_r.dense(slots, nb), nrm_r.dense(slots, nb)], 1)
-            bl = np.concatenate([lim_r.rhs, nrm_r.rhs])
-            cidx = np.flatnonzero(n_mask)
-            f_mask = li_f == isl
-            D = frictions.select(f_mask).dense(slots, nb) if f_mask.any() else np.zeros((6 * len(slots), 0))
-            prob = IslandProblem(slots, Minv[slots], a_over_M[slots].reshape(-1), Je, eps, comp, Hl, bl,
-                                 len(lim_r), D, mu[cidx] if len(cidx) else np.zeros(0), self.u, self.contact_compliance)
-            names = [self.table.names[self.bodies.table_index[x]] for x in slots]
-            key = (tuple(slots.tolist()), len(lim_r), len(cidx))
-            level = self._level.get(key[0], 0)
-            sol = solve_island(prob, lemke=self._lemke, warm_start=self._warm.get(key), first_level=level,
-                               describe=lambda: f"island {isl} with bodies {', '.join(names)}")
-            if sol.lcp_size:
-                self._warm[key] = getattr(sol, "basis", None)
+            rows = [row_order[rb[5 * isl + j]:rb[5 * isl + j + 1]] for j in range(5)]
+            e_rows, n_h = np.concatenate([rows[0], rows[1]]), len(rows[0])
+            cidx = rows[3] - off_n
+            key_w = (tuple(slots.tolist()), len(rows[2]), len(cidx))
+            level = self._level.get(key_w[0], 0)
+            warm = self._warm.get(key_w)
+            describe = lambda: (f"island {isl} with bodies "
+                                f"{', '.join(self.table.names[self.bodies.table_index[x]] for x in slots)}")
+            if compiled:
+                local = -np.ones(nb, np.int64)
+                local[slots] = np.arange(len(slots))
+                nv = 6 * len(slots)
+                m_max = len(rows[2]) + len(cidx) * (2 + self.u)
+                v_out, ce, z, basis, dxi = (np.empty(nv), np.empty(len(e_rows)), np.zeros(m_max),
+                                            np.zeros(m_max, np.bool_), np.empty(nv))
+                status, m, piv, lv = IK.solve_island(
+                    local, Minv[slots], a_over_M[slots].reshape(-1), bod, jac, rhs, comp, e_rows, n_h,
+                    rows[2], rows[3], rows[4], mu[cidx], self.u, self.contact_compliance, level, 3,
+                    warm if warm is not None else np.zeros(0, np.bool_), warm is not None,
+                    herr[rows[0]], self.project_joints, v_out, ce, z, basis, dxi)
+                if status != IK.OK:
+                    raise SimulationError(
+                        f"the contact LCP could not be solved ({describe()}; LCP size {m}, no verified "
+                        f"solution after {piv} pivots, also with contact compliance up to "
+                        f"{self.contact_compliance * 1e4:.1e} and a diagonal regularisation)")
+                z, basis = z[:m], basis[:m]
+                if self.project_joints and n_h:
+                    dx[slots] = dxi.reshape(-1, 6)
+            else:
+                Je = allr.select(e_rows).dense(slots, nb)
+                lim_r, nrm_r = allr.select(rows[2]), allr.select(rows[3])
+                Hl = np.concatenate([lim_r.dense(slots, nb), nrm_r.dense(slots, nb)], 1)
+                D = allr.select(rows[4]).dense(slots, nb) if len(rows[4]) else np.zeros((6 * len(slots), 0))
+                prob = IslandProblem(slots, Minv[slots], a_over_M[slots].reshape(-1), Je, allr.rhs[e_rows],
+                                     allr.compliance()[e_rows], Hl, np.concatenate([lim_r.rhs, nrm_r.rhs]),
+                                     len(lim_r), D, mu[cidx], self.u, self.contact_compliance)
+                sol = solve_island(prob, lemke=self._lemke, warm_start=warm, first_level=level, describe=describe)
+                v_out, ce, z, m, piv, lv = sol.v, sol.c_e, sol.z, sol.lcp_size, sol.pivots, getattr(sol, "level", 0)
+                basis = getattr(sol, "basis", None)
+                err = hard_err[rows[0]]
+                if self.project_joints and n_h and np.max(np.abs(err)) > 1e-13:
+                    dx[slots] = project_positions(Minv[slots], Je[:, :n_h], err).reshape(-1, 6)
+            if m:
+                self._warm[key_w] = basis
                 # remember a softer level that was needed; relax back one level at a time
-                lv = getattr(sol, "level", 0)
-                self._level[key[0]] = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
-            v_new[slots] = sol.v.reshape(-1, 6)
-            if sol.lcp_size:
-                lcp_sizes.append(sol.lcp_size)
-                pivots += sol.pivots
-            if sol.lcp_size and len(cidx):
-                nl = len(lim_r)
-                cn = sol.z[nl:nl + len(cidx)]
-                beta = sol.z[nl + len(cidx):nl + len(cidx) + len(cidx) * self.u].reshape(len(cidx), self.u)
+                self._level[key_w[0]] = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
+                lcp_sizes.append(m)
+                pivots += piv
+            v_new[slots] = v_out.reshape(-1, 6)
+            if m and len(cidx):
+                nl = len(rows[2])
+                cn = z[nl:nl + len(cidx)]
+                beta = z[nl + len(cidx):nl + len(cidx) + len(cidx) * self.u].reshape(len(cidx), self.u)
                 ang = 2 * np.pi * np.arange(self.u) / self.u
                 t1, t2 = contacts.tangent1[cidx], contacts.tangent2[cidx]
                 ft = (beta @ np.cos(ang))[:, None] * t1 + (beta @ np.sin(ang))[:, None] * t2
                 impulses[cidx] = cn[:, None] * contacts.normal[cidx] + ft
-            n_h = int(e_mask.sum())
-            hard_impulse[e_mask] = sol.c_e[:n_h]
-            # post-stabilisation: remove this island's joint errors with a mass-weighted displacement
-            err = hard_err[e_mask]
-            if self.project_joints and n_h and np.max(np.abs(err)) > 1e-13:
-                dx[slots] = project_positions(Minv[slots], Je[:, :n_h], err).reshape(-1, 6)
+            hard_impulse[rows[0]] = ce[:n_h]
         info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
 
