@@ -18,6 +18,7 @@ Calls made (public API the rest of graspsim provides):
   ``contact_forces`` (k, 3)).
 * ``sim.apply_external_force(body_name, point_W, force_W)``: called before each ``step()`` while
   the user pulls or pushes a body; the force acts during that one step only.
+  ``sim.body_velocity(body_name)`` -> [v_com; omega] (6,) W: the pull's and the probe's damping.
 * ``graspsim.control.auto_grasp(world, hand_name)`` (static, changes ``world.state``),
   ``graspsim.control.start_dynamic_grasp(sim, hand_name)`` -> a controller passed to every
   following ``sim.step(controller)`` (None: the call configured the simulator itself) and,
@@ -32,7 +33,8 @@ from typing import Any, Callable
 import numpy as np
 
 __all__ = ["NotAvailable", "ContactView", "find_contacts", "analyze", "make_simulator", "sim_time",
-           "sim_step", "sim_sync", "sim_poses", "sim_contacts", "to_views", "apply_external_force", "auto_grasp", "dynamic_auto_grasp",
+           "sim_step", "sim_sync", "sim_poses", "sim_contacts", "sim_body_velocity", "to_views",
+           "apply_external_force", "auto_grasp", "dynamic_auto_grasp",
            "dynamic_open_hand", "available"]
 
 
@@ -199,6 +201,13 @@ def sim_contacts(world, sim) -> list[ContactView]:
     if callable(forces):
         forces = forces()
     return to_views(world, c, forces)
+
+
+def sim_body_velocity(sim, body: str) -> np.ndarray | None:
+    """[v_com; omega] (6,) of a body in W (``sim.body_velocity(name)``), or None if the simulator
+    does not report it."""
+    fn = getattr(sim, "body_velocity", None)
+    return None if fn is None else np.asarray(fn(body), float).reshape(6)
 
 
 def apply_external_force(sim, body: str, point_W: np.ndarray, force_W: np.ndarray) -> None:

@@ -96,6 +96,7 @@ class Viewer:
         self._drag_anchor: np.ndarray | None = None
         self._drag_target: str | None = None
         self._slider: int | None = None
+        self._held: tuple | None = None          # (x, y, button, modifiers) held by the scripted 'press'
         self._drawn_version = -1
         self._force_draw = True
         self._draw_seconds = deque(maxlen=30)
@@ -698,6 +699,55 @@ class Viewer:
                 px, py = x, y
             self._dispatch("on_mouse_release", x1, y1, b, m)
 
+        def press(c):
+            if self._held is not None:
+                raise err(c, "a mouse button is already held (release it first)")
+            b = _BUTTONS[c.args[2]] if len(c.args) > 2 else mouse.LEFT
+            m = mods(c.args[3] if len(c.args) > 3 else None)
+            self._dispatch("on_mouse_press", c.args[0], c.args[1], b, m)
+            self._held = (c.args[0], c.args[1], b, m)
+
+        def dragto(c):
+            if self._held is None:
+                raise err(c, "no mouse button is held (use press first)")
+            x0, y0, b, m = self._held
+            x1, y1 = c.args
+            self._dispatch("on_mouse_drag", x1, y1, x1 - x0, y1 - y0, b, m)
+            self._held = (x1, y1, b, m)
+
+        def body_arg(c) -> str:
+            name = c.args[0]
+            if name not in ss.world.bodies:
+                raise err(c, f"no body '{name}'; bodies: {', '.join(ss.world.bodies)}")
+            if not ss.is_dynamic_object(name):
+                dyn = [n for n in ss.world.bodies if ss.is_dynamic_object(n)]
+                raise err(c, f"'{name}' is not a dynamic body; dynamic bodies: {', '.join(dyn) or 'none'}")
+            return name
+
+        def pull(c):
+            name = body_arg(c)
+            k = c.args[4] if len(c.args) > 4 else None
+            damping = c.args[5] if len(c.args) > 5 else None
+            self._warn(ss.begin_interaction("pull", name, np.array(c.args[1:4], float), stiffness=k,
+                                            damping=damping), c)
+
+        def push(c):
+            name = body_arg(c)
+            r = c.args[4] if len(c.args) > 4 else None
+            self._warn(ss.begin_interaction("push", name, np.array(c.args[1:4], float), radius=r), c)
+
+        def target(c):
+            if ss.interaction is None:
+                raise err(c, "no pull or push in progress (use pull or push first)")
+            ss.move_interaction(np.array(c.args[:3], float), c.args[3] if len(c.args) > 3 else None)
+
+        def release(c):
+            if self._held is not None:
+                x, y, b, m = self._held
+                self._held = None
+                self._dispatch("on_mouse_release", x, y, b, m)
+            ss.end_interaction()
+
         def click(c):
             b = _BUTTONS[c.args[2]] if len(c.args) > 2 else mouse.LEFT
             self._dispatch("on_mouse_press", c.args[0], c.args[1], b, 0)
@@ -771,5 +821,7 @@ class Viewer:
                 "autograsp": hand_cmd(ss.auto_grasp), "dyngrasp": hand_cmd(ss.dynamic_auto_grasp),
                 "open": hand_cmd(ss.open_hand), "start": start, "stop": stop, "step": step, "run": run, "reset": reset,
                 "contacts": contacts, "show": show, "camera": camera, "fit": fit, "size": size, "key": key,
-                "drag": drag, "click": click, "scroll": scroll, "tool": tool, "frames": frames, "wait": wait,
+                "drag": drag, "press": press, "dragto": dragto, "release": release, "pull": pull,
+                "push": push, "target": target, "click": click, "scroll": scroll, "tool": tool, "frames": frames,
+                "wait": wait,
                 "screenshot": screenshot, "fps": fps, "print": print_, "quit": quit_}

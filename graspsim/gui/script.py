@@ -7,6 +7,7 @@ Arguments are separated by spaces (shell-style quoting is allowed)::
     camera -60 25 0.45        # azimuth, elevation (deg), distance (m) [, target x y z (m)]
     dof barrett f1 40         # DOF value in deg (revolute) or mm (prismatic); '0.7rad', '0.02m' too
     autograsp; run 2.0; screenshot out.png
+    pull mug 0.004 0 0.09 40; target 0.004 0 0.17; run 1.5; release   # a held pull (m, N/m)
 
 The command table :data:`COMMANDS` lists every command with its argument count and help text.
 Parsing (:func:`parse_script`) checks names, argument counts and numbers and raises
@@ -65,6 +66,16 @@ COMMANDS: dict[str, tuple[int, int, str, str]] = {
     "click": (2, 3, "ffs", "click X Y [BUTTON]: click the mouse (pixels)"),
     "scroll": (1, 3, "fff", "scroll CLICKS [X Y]: mouse wheel (positive: zoom in)"),
     "tool": (1, 1, "s", "tool select|move|pull|push: the left mouse button's tool"),
+    "pull": (4, 6, "sfffff", "pull BODY X Y Z [K [C]]: spring from the body point X Y Z (m, world) to a target "
+                             "(K N/m, C N s/m; default 2 Hz on the body's mass, critically damped); "
+                             "acts while the dynamics runs, until release"),
+    "push": (4, 5, "sffff", "push BODY X Y Z [R]: probe sphere (radius R m) at X Y Z (m) pushing the body; "
+                            "acts while the dynamics runs, until release"),
+    "target": (3, 4, "ffff", "target X Y Z [SPEED]: move the pull's spring end or the push probe to X Y Z (m): "
+                             "at once, or at SPEED m/s of simulated time"),
+    "release": (0, 0, "", "release: let go of the pull or push (and of a mouse button held by press)"),
+    "press": (2, 4, "ffss", "press X Y [BUTTON] [MODS]: press a mouse button and hold it (pixels)"),
+    "dragto": (2, 2, "ff", "dragto X Y: drag the mouse button held by press to X Y (pixels)"),
     "frames": (1, 1, "f", "frames N: draw N frames"),
     "wait": (1, 1, "f", "wait SECONDS: keep drawing for SECONDS of wall time"),
     "screenshot": (1, 1, "s", "screenshot FILE.png: save the window as PNG"),
@@ -174,6 +185,16 @@ def _check(name: str, args: list, where: str, usage: str) -> None:
         raise bad("screenshots are PNG files (FILE.png)")
     if name == "drag" and len(args) >= 5 and args[4] not in ("left", "right", "middle"):
         raise bad("button must be left, right or middle")
+    if name == "press" and len(args) >= 3 and args[2] not in ("left", "right", "middle"):
+        raise bad("button must be left, right or middle")
+    if name == "pull" and len(args) >= 5 and not args[4] > 0:
+        raise bad("the stiffness K must be > 0 N/m")
+    if name == "pull" and len(args) >= 6 and args[5] < 0:
+        raise bad("the damping C must be >= 0 N s/m")
+    if name == "push" and len(args) >= 5 and not args[4] > 0:
+        raise bad("the probe radius R must be > 0 m")
+    if name == "target" and len(args) >= 4 and not args[3] > 0:
+        raise bad("the speed must be > 0 m/s")
     if name == "click" and len(args) == 3 and args[2] not in ("left", "right", "middle"):
         raise bad("button must be left, right or middle")
 

@@ -37,16 +37,49 @@ class QualityView:
 
 @dataclass
 class Interaction:
-    """A user pull (spring-damper to a target point) or push (probe sphere) on a dynamic body."""
+    """A user pull (spring-damper from a body point to a target point) or push (probe sphere)
+    on a dynamic body; it acts on every dynamics step until it is ended.
+
+    ``target`` is the spring's free end (pull) or the probe's centre (push), in W.  With ``goal``
+    set, the target moves towards it at ``speed`` m/s of *simulated* time (scripted pushes and
+    pulls); otherwise it stays where the mouse or :meth:`Session.move_interaction` put it.
+    """
 
     kind: str                    # "pull" | "push"
     body: str
     point_B: np.ndarray          # grabbed point in the body frame (pull)
     target: np.ndarray           # spring end / probe centre in W
-    radius: float = 0.01         # probe radius (push)
+    radius: float = 0.01         # probe radius (push), m
+    stiffness: float = 0.0       # N/m: the spring (pull) or the probe's penalty spring (push)
+    damping: float = 0.0         # N s/m
+    goal: np.ndarray | None = None
+    speed: float = 0.0           # m/s of simulated time, towards ``goal``
     prev_point: np.ndarray | None = None
-    force: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    point_W: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    force: np.ndarray = field(default_factory=lambda: np.zeros(3))   # on the body in the last step (N, W)
+    point_W: np.ndarray = field(default_factory=lambda: np.zeros(3))  # where it acts (W)
+    impulse: np.ndarray = field(default_factory=lambda: np.zeros(3))  # sum of force x step length (N s)
+    duration: float = 0.0        # simulated time it has acted (s)
+
+    @property
+    def target_velocity(self) -> np.ndarray:
+        """Velocity of the target (m/s, W) while it moves towards ``goal``, else zero."""
+        if self.goal is None or self.speed <= 0:
+            return np.zeros(3)
+        d = self.goal - self.target
+        n = float(np.linalg.norm(d))
+        return np.zeros(3) if n < 1e-12 else d * (self.speed / n)
+
+    def advance_target(self, h: float) -> None:
+        """Move the target ``h`` seconds along towards ``goal``."""
+        if self.goal is None:
+            return
+        d = self.goal - self.target
+        n = float(np.linalg.norm(d))
+        if self.speed <= 0 or n <= self.speed * h:
+            self.target = self.goal.copy()
+            self.goal = None
+        else:
+            self.target = self.target + d * (self.speed * h / n)
 
 
 def ray_mesh(origin: np.ndarray, direction: np.ndarray, v0: np.ndarray, e1: np.ndarray,
@@ -702,8 +735,10 @@ class Session:
                     break
                 self._apply_interaction()
                 ts = time.perf_counter()
+                t_before = self.sim_time
                 actions.sim_step(self.sim, self.controller)
                 self.step_seconds = time.perf_counter() - ts
+                self._interaction_stepped(self.sim_time - t_before)
                 self.step_estimate = 0.8 * self.step_estimate + 0.2 * self.step_seconds if n or \
                     self.step_estimate else self.step_seconds
                 n += 1
@@ -785,37 +820,89 @@ class Session:
             self.request_quality()
 
     # -- pull and push --------------------------------------------------------------------------
-    def begin_interaction(self, kind: str, name: str, point_W: np.ndarray) -> bool:
-        """Start pulling (spring-damper) or pushing (probe) the dynamic body ``name`` at ``point_W``."""
+    #: default spring of a pull: this frequency (Hz) on the body's mass, critically damped
+    PULL_HZ = 2.0
+    #: the push probe's penalty spring: this frequency (Hz) on the body's mass, critically damped
+    PROBE_HZ = 5.0
+    #: the force of a pull or push is limited to this many times the body's weight
+    MAX_FORCE_G = 30.0
+
+    def begin_interaction(self, kind: str, name: str, point_W: np.ndarray, *, stiffness: float | None = None,
+                          damping: float | None = None, radius: float | None = None) -> bool:
+        """Start pulling (spring-damper) or pushing (probe) the dynamic body ``name`` at ``point_W``.
+
+        Pull: the point ``point_W`` (W, m) is attached to the body where the body is now; a spring
+        of ``stiffness`` N/m (default: :attr:`PULL_HZ` on the body's mass) and ``damping`` N s/m
+        (default: critical, ``2 sqrt(k m)``) joins it to the target, which starts at the point.
+        Push: a probe sphere of ``radius`` m (default 2 % of the scene) centred at ``point_W``.
+        Either acts on every step of the dynamics (:meth:`move_interaction` moves the target,
+        :meth:`end_interaction` lets go); while the dynamics is paused it waits.
+        """
+        if kind not in ("pull", "push"):
+            raise ValueError(f"kind must be 'pull' or 'push', got {kind!r}")
         if not self.is_dynamic_object(name):
             self.say(f"{kind}: '{name}' is not a dynamic object")
             return False
-        if not self.running:
-            self.say(f"{kind}: start the dynamics (Space) first")
+        if not self._ensure_sim():
             return False
         if not hasattr(self.sim, "apply_external_force"):
             self.say("pull/push: not available yet (Simulator.apply_external_force is missing)")
             return False
+        point_W = np.asarray(point_W, float).reshape(3)
         X = self.body_poses()[self.table.index[name]]
         p_B = np.linalg.inv(X) @ np.r_[point_W, 1.0]
-        r = 0.02 * self.scene_size
-        target = np.asarray(point_W, float).copy()
-        self.interaction = Interaction(kind, name, p_B[:3], target, radius=r)
-        self.interaction.point_W = target.copy()
+        m = max(self.world.bodies[name].mass, 1e-3)
+        dt = self.world.description.dt
+        hz = self.PULL_HZ if kind == "pull" else self.PROBE_HZ
+        k = m * (2 * math.pi * hz) ** 2 if stiffness is None else float(stiffness)
+        # the force is explicit (computed before the step): keep sqrt(k/m) dt <= 0.5 so it stays stable
+        k_max = m / (4.0 * dt * dt)
+        if not k > 0:
+            self.say(f"{kind}: the stiffness must be > 0 N/m")
+            return False
+        note = ""
+        if k > k_max:
+            note = f" (stiffness limited to {k_max:.4g} N/m for dt = {dt:g} s)"
+            k = k_max
+        c = 2.0 * math.sqrt(k * m) if damping is None else float(damping)
+        c = min(max(c, 0.0), m / dt)
+        r = 0.02 * self.scene_size if radius is None else float(radius)
+        self.interaction = Interaction(kind, name, p_B[:3], point_W.copy(), radius=r, stiffness=k, damping=c)
+        self.interaction.point_W = point_W.copy()
+        what = f"spring {k:.4g} N/m" if kind == "pull" else f"probe r = {r * 1000:.1f} mm"
+        self.say(f"{kind} '{name}': {what}{note}" + ("" if self.running else "; acts while the dynamics runs"))
         self.touch()
         return True
 
-    def move_interaction(self, target_W: np.ndarray) -> None:
-        if self.interaction is not None:
-            self.interaction.target = np.asarray(target_W, float).copy()
-            self.touch()
+    def move_interaction(self, target_W: np.ndarray, speed: float | None = None) -> None:
+        """Move the spring's end / the probe to ``target_W`` (W, m): at once, or at ``speed`` m/s of
+        simulated time while the dynamics runs."""
+        it = self.interaction
+        if it is None:
+            return
+        target_W = np.asarray(target_W, float).reshape(3).copy()
+        if speed is None:
+            it.target, it.goal, it.speed = target_W, None, 0.0
+        else:
+            it.goal, it.speed = target_W, float(speed)
+        self.touch()
 
     def end_interaction(self) -> None:
         if self.interaction is not None:
             self.interaction = None
             self.touch()
 
+    def _body_motion(self, it: Interaction, X: np.ndarray, point: np.ndarray) -> np.ndarray | None:
+        """Velocity (m/s, W) of the body point ``point``, from the simulator (None if it cannot say)."""
+        v = actions.sim_body_velocity(self.sim, it.body)
+        if v is None:
+            return None
+        i = self.table.index[it.body]
+        com = X[:3, :3] @ self.table.com[i] + X[:3, 3]
+        return v[:3] + np.cross(v[3:], point - com)
+
     def _apply_interaction(self) -> None:
+        """Hand the pull's or push's force for the coming step to the simulator."""
         it = self.interaction
         if it is None or self.sim is None:
             return
@@ -825,14 +912,17 @@ class Session:
         dt = self.world.description.dt
         if it.kind == "pull":
             p = X[:3, :3] @ it.point_B + X[:3, 3]
-            v = np.zeros(3) if it.prev_point is None else (p - it.prev_point) / dt
+            v = self._body_motion(it, X, p)
+            if v is None:  # a simulator without body velocities: difference the positions
+                v = np.zeros(3) if it.prev_point is None else (p - it.prev_point) / dt
             it.prev_point = p
-            w = 2 * math.pi * 2.0                      # 2 Hz spring, critically damped, on the body's mass
-            f = m * w * w * (it.target - p) - 2.0 * m * w * v
+            # the spring at the end of the step (the body moves with v first): symplectic, not explicit
+            f = it.stiffness * ((it.target + dt * it.target_velocity) - (p + dt * v)) \
+                - it.damping * (v - it.target_velocity)
             point = p
         else:
-            point, f = self._probe_force(it, X, m)
-        fmax = 30.0 * m * 9.81
+            point, f = self._probe_force(it, X)
+        fmax = self.MAX_FORCE_G * m * 9.81
         nf = float(np.linalg.norm(f))
         if nf > fmax:
             f = f * (fmax / nf)
@@ -840,8 +930,18 @@ class Session:
         if nf > 0:
             actions.apply_external_force(self.sim, it.body, point, f)
 
-    def _probe_force(self, it: Interaction, X: np.ndarray, m: float) -> tuple[np.ndarray, np.ndarray]:
-        """Penalty force of the probe sphere on the body's mesh (spring on the penetration depth)."""
+    def _interaction_stepped(self, h: float) -> None:
+        """Book-keeping after a step of ``h`` s: the impulse delivered, the target's motion."""
+        it = self.interaction
+        if it is None or h <= 0:
+            return
+        it.impulse = it.impulse + it.force * h
+        it.duration += h
+        it.advance_target(h)
+
+    def _probe_force(self, it: Interaction, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Penalty force of the probe sphere on the body's mesh: a spring-damper on the penetration
+        depth along the surface normal, pushing only (the probe cannot pull)."""
         import trimesh
 
         i = self.table.index[it.body]
@@ -861,11 +961,24 @@ class Session:
             return q_W, np.zeros(3)
         d = (it.target - q_W) if inside else (q_W - it.target)   # direction the body is pushed
         n = d / (np.linalg.norm(d) or 1.0)
-        v = np.zeros(3) if it.prev_point is None else (q_W - it.prev_point) / self.world.description.dt
+        v = self._body_motion(it, X, q_W)
+        if v is None:
+            v = np.zeros(3) if it.prev_point is None else (q_W - it.prev_point) / self.world.description.dt
         it.prev_point = q_W
-        w = 2 * math.pi * 5.0
-        f = (m * w * w * depth - 2.0 * m * w * float(v @ n)) * n
-        return q_W, f if float(f @ n) > 0 else np.zeros(3)
+        closing = float((it.target_velocity - v) @ n)              # probe approaching the surface (m/s)
+        fn = it.stiffness * depth + it.damping * closing
+        return q_W, (fn * n if fn > 0 else np.zeros(3))
+
+    def interaction_status(self) -> str | None:
+        """One status line about the pull or push in progress (None without one)."""
+        it = self.interaction
+        if it is None:
+            return None
+        f = float(np.linalg.norm(it.force))
+        if it.kind == "pull":
+            stretch = float(np.linalg.norm(it.target - it.point_W)) * 1000
+            return f"pull {it.body}: {f:.3f} N, spring {it.stiffness:.4g} N/m stretched {stretch:.1f} mm"
+        return f"push {it.body}: {f:.3f} N, probe r {it.radius * 1000:.1f} mm"
 
     # -- status ---------------------------------------------------------------------------------
     def status_lines(self, fps: float | None = None) -> list[str]:
@@ -891,4 +1004,6 @@ class Session:
             k = min(self.dof_cursor, len(r.dof_names) - 1)
             unit, scale = self.dof_unit(r, k)
             l3 += f"   DOF [{r.dof_names[k]}] = {r.dof_values[k] * scale:.1f} {unit}"
-        return [l1, l2, l3] + ([self.message] if self.message else [])
+        extra = [self.message] if self.message else []
+        line = self.interaction_status()
+        return [l1, l2, l3] + ([line] if line else []) + extra
