@@ -29,10 +29,11 @@ from scipy.sparse.csgraph import connected_components
 
 from ..errors import SimulationError
 from ..world import World
+from . import _rows_kernel as RK
 from . import bodies as B
 from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
-from .joints import (build_joint_sets, equality_rows, joint_frames, joint_values, joint_wrenches, rate_rows,
+from .joints import (build_joint_sets, JointFrames, equality_rows, joint_frames, joint_values, joint_wrenches, rate_rows, row_template,
                      rows_apply)
 from .rows import Rows, cross, linear_row
 
@@ -282,19 +283,17 @@ class Simulator:
         # kinematic (prescribed-motion) bodies move to where their path puts them at the step's end
         V = self._kinematic_velocities(s.time + h)
         # 1-2: velocity-to-pose map and move all dynamic bodies with their current velocities
-        c1, q1 = B.integrate_poses(s.c, s.q, s.v, h)
+        c1, q1 = RK.integrate(s.c, s.q, s.v, h)
         # 3: collision and joint-limit check; binary search for the first contact/limit instant
         X = self._poses(c1, q1)
         frac, contacts = self._first_impact_fraction(s, c1, q1, h, X)
-        F = joint_frames(self.js, X)
-        jq = joint_values(self.js, F, previous=s.joint_q)
+        F, jq = self._joint_state(X, s.joint_q)
         if self._limit_crossed(s, jq):
             frac = min(frac, self._limit_fraction(s, c1, q1, h))
         if frac < 1.0:
-            c1, q1 = B.integrate_poses(s.c, s.q, s.v, frac * h)
+            c1, q1 = RK.integrate(s.c, s.q, s.v, frac * h)
             X = self._poses(c1, q1)
-            F = joint_frames(self.js, X)
-            jq = joint_values(self.js, F, previous=s.joint_q)
+            F, jq = self._joint_state(X, s.joint_q)
             contacts = False
         h_eff = max(frac * h, 1e-9)
         if tm is not None:
@@ -315,9 +314,7 @@ class Simulator:
         # 5: friction coefficient per contact (eq. 13)
         mu = self._friction_coefficients(contacts, s.v, com_W)
         # 6: external forces: gravity and gyroscopic
-        R = B.quat_to_matrices(q1)
-        I_W = B.world_inertia(R, self.bodies.inertia_L)
-        k = self._external_forces(s.v, I_W)
+        k = self._external_forces()
         # 7: control forces (explicit part) and drive rows (implicit PD part)
         cmd = controller.command(self) if controller is not None else None
         tau_joint, drive_rows = self._control(cmd, st, jq, rates, rate_ext, h)
@@ -326,7 +323,7 @@ class Simulator:
         damp_rows = self._viscous_rows(rate_ext, h)
         k += joint_wrenches(self.js, F, tau_joint, com_W, len(self.bodies), self.bodies.slot)
         # constraint rows: joints (eq. 7, 16), coupled DOFs, joint limits (eq. 9), contacts (eq. 3-6)
-        eq = equality_rows(self.js, F, self.bodies.slot, com_W, V)
+        eq = self._equality_rows(F, com_W, V)
         coup = self._coupling_rows(st, rate_ext, jq, s)
         hard = Rows.concat([eq, coup])
         hard_err = hard.rhs.copy()                       # position errors (m, rad)
@@ -347,7 +344,9 @@ class Simulator:
         # 9: islands
         labels, n_isl = self._islands(contacts)
         # 10: per island: free step, equality system or mixed LCP
-        v_new, impulses, info = self._solve_islands(labels, n_isl, s.v, k, I_W, R, h_eff, hard, hard_err, soft,
+        # block inverse masses (m I, I_W at the new orientation), the gyroscopic term, M^-1 (M v + h k)
+        _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, q1, s.v, k, h_eff)
+        v_new, impulses, info = self._solve_islands(labels, n_isl, Minv, a_over_M, h_eff, hard, hard_err, soft,
                                                     limits, normals, frictions, mu, contacts)
         if tm is not None:
             tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
@@ -367,11 +366,32 @@ class Simulator:
         return self.info
 
     # ------------------------------------------------------------------ pieces of the step
+    def _joint_state(self, X: np.ndarray, previous: np.ndarray) -> tuple[JointFrames, np.ndarray]:
+        """Joint frames and joint values (revolute unwrapped against ``previous``) at poses ``X``
+        (compiled equivalent of joints.joint_frames + joints.joint_values)."""
+        js = self.js
+        o, o_c, R, R_c, ax, pp, q = RK.joint_frames_values(X, js.parent, js.child, js.X_PJ, js.X_CJ, js.axis,
+                                                           js.perp, js.kind, previous, True)
+        return JointFrames(o, o_c, R, R_c, ax, pp), q
+
+    def _equality_rows(self, F: JointFrames, com_W: np.ndarray, V: np.ndarray | None) -> Rows:
+        """The joint rows of eq. (7) with their position errors (compiled joints.equality_rows)."""
+        js = self.js
+        rj, rt, rk = row_template(js)
+        if not len(rj):
+            return Rows.empty()
+        bodies, jac, err, keep = RK.equality_rows(rj, rt, rk, js.kind, js.parent, js.child, js.axis,
+                                                  self.bodies.slot, com_W, F.o, F.o_c, F.R, F.R_c, F.axis, F.perp)
+        const = None
+        if V is not None:   # velocities of kinematic (moving static) bodies
+            const = np.einsum("rc,rc->r", jac[:, 1], V[js.child[rj]]) + np.einsum("rc,rc->r", jac[:, 0], V[js.parent[rj]])
+        rows = Rows(bodies, jac, err, None, const)
+        return rows if keep.all() else rows.select(keep)
+
     def _poses(self, c: np.ndarray, q: np.ndarray) -> np.ndarray:
-        X = self._X_static.copy()
-        if len(c):
-            X[self.bodies.table_index] = B.link_poses(c, B.quat_to_matrices(q), self.bodies.com_L)
-        return X
+        if not len(c):
+            return self._X_static.copy()
+        return RK.place(self._X_static, self.bodies.table_index, c, q, self.bodies.com_L)
 
     def _com_world(self, X: np.ndarray) -> np.ndarray:
         return X[:, :3, 3] + np.einsum("nij,nj->ni", X[:, :3, :3], self._com_L_all)
@@ -487,7 +507,7 @@ class Simulator:
         from ..collision import PairView, localize_impact
         from ..errors import CollisionError
 
-        move = lambda f: self._poses(*B.integrate_poses(s.c, s.q, s.v, f * h))
+        move = lambda f: self._poses(*RK.integrate(s.c, s.q, s.v, f * h))
         try:
             return localize_impact(move, PairView(model, new), threshold=self.threshold), False
         except CollisionError:
@@ -535,9 +555,8 @@ class Simulator:
             return 1.0
 
         def excess(f):
-            c, q = (c1, q1) if f == 1.0 else B.integrate_poses(s.c, s.q, s.v, f * h)
-            F = joint_frames(js, self._poses(c, q))
-            jq = joint_values(js, F, previous=s.joint_q)[cand]
+            c, q = (c1, q1) if f == 1.0 else RK.integrate(s.c, s.q, s.v, f * h)
+            jq = self._joint_state(self._poses(c, q), s.joint_q)[1][cand]
             tol = np.where(js.kind[cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
             lo, hi = js.limits[cand, 0], js.limits[cand, 1]
             prev = s.joint_q[cand]
@@ -564,30 +583,49 @@ class Simulator:
     def _friction_coefficients(self, contacts, v, com_W) -> np.ndarray:
         if contacts is None:
             return np.zeros(0)
-        mats = self.table.materials
-        table = self.world.description.materials
-        k = len(contacts)
-        ms = np.empty(k)
-        mk = np.empty(k)
-        for i in range(k):
-            ms[i], mk[i] = table.mu(mats[contacts.body_a[i]], mats[contacts.body_b[i]])
+        MS, MK = self._mu_tables()
+        ms, mk = MS[contacts.body_a, contacts.body_b], MK[contacts.body_a, contacts.body_b]
+        if np.isnan(ms).any():    # a material pair missing from the table: its lookup names it
+            i = int(np.flatnonzero(np.isnan(ms))[0])
+            self.world.description.materials.mu(self.table.materials[contacts.body_a[i]],
+                                                self.table.materials[contacts.body_b[i]])
         # relative speed at the contact point (eq. 13), from the velocities of the previous step
-        vrel = self._point_velocity(contacts.body_b, contacts.point, v, com_W) - \
-            self._point_velocity(contacts.body_a, contacts.point, v, com_W)
-        vt = vrel - np.einsum("ki,ki->k", vrel, contacts.normal)[:, None] * contacts.normal
-        return np.where(np.linalg.norm(vt, axis=1) < self.static_speed, ms, mk)
+        a, b = contacts.body_a, contacts.body_b
+        vt = RK.tangential_speed(self.bodies.slot[a], self.bodies.slot[b], v, com_W[a], com_W[b], contacts.point,
+                                 contacts.normal)
+        return np.where(vt < self.static_speed, ms, mk)
+
+    def _mu_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(N, N) static and kinetic friction coefficients between the bodies of the table (NaN:
+        the pair's materials are missing from the world's table)."""
+        t = self.__dict__.get("_mu_cache")
+        if t is None:
+            mats = self.table.materials
+            table = self.world.description.materials
+            names = sorted(set(mats))
+            pair = {}
+            for x in names:
+                for y in names:
+                    try:
+                        pair[x, y] = table.mu(x, y)
+                    except KeyError:
+                        pair[x, y] = (np.nan, np.nan)
+            t = np.array([[pair[x, y] for y in mats] for x in mats]).reshape(len(mats), len(mats), 2)
+            t = (np.ascontiguousarray(t[..., 0]), np.ascontiguousarray(t[..., 1]))
+            self.__dict__["_mu_cache"] = t
+        return t
 
     def _point_velocity(self, tab_idx, points, v, com_W) -> np.ndarray:
         sl = self.bodies.slot[tab_idx]
         vv = np.concatenate([v, np.zeros((1, 6))])[np.where(sl < 0, len(v), sl)]
         return vv[:, :3] + cross(vv[:, 3:], points - com_W[tab_idx])
 
-    def _external_forces(self, v: np.ndarray, I_W: np.ndarray) -> np.ndarray:
-        k = np.zeros((len(self.bodies), 6))
-        k[:, :3] = self.bodies.mass[:, None] * self.gravity
-        w = v[:, 3:]
-        k[:, 3:] = -cross(w, np.einsum("nij,nj->ni", I_W, w))   # gyroscopic
-        return k + self._ext
+    def _external_forces(self) -> np.ndarray:
+        """Gravity and applied wrenches (nb, 6); the gyroscopic term is added with the inertias
+        (``mass_terms``)."""
+        k = self._ext.copy()
+        k[:, :3] += self.bodies.mass[:, None] * self.gravity
+        return k
 
     def _control(self, cmd: DriveCommand | None, st, jq, rates, rate_ext: Rows, h):
         """Step 7: explicit joint torques (nj,) and the implicit PD drive rows."""
@@ -648,25 +686,19 @@ class Simulator:
         return r.select(np.any(r.bodies >= 0, axis=1))
 
     def _contact_rows(self, contacts, com_W, h, V=None) -> tuple[Rows, Rows]:
+        """Normal rows (eq. 3; error correction of eq. 19 towards half the threshold) and ``u``
+        friction-direction rows per contact (eq. 4), contact-major."""
         if contacts is None:
             return Rows.empty(), Rows.empty()
         slot = self.bodies.slot
-        a, b, p, n = contacts.body_a, contacts.body_b, contacts.point, contacts.normal
-        bodies = np.stack([slot[a], slot[b]], 1)
-        # normal rows (eq. 3): relative velocity of b w.r.t. a along n >= error correction (eq. 19)
-        jac = np.stack([-linear_row(n, p, com_W[a]), linear_row(n, p, com_W[b])], 1)
-        dp = contacts.separation - 0.5 * self.threshold
-        normals = Rows(bodies, jac, self.gamma * np.minimum(dp, 0.0) / h)
+        a, b = contacts.body_a, contacts.body_b
+        nb_, nj, nrhs, fb, fj = RK.contact_rows(slot[a], slot[b], com_W[a], com_W[b], contacts.point, contacts.normal,
+                                               contacts.tangent1, contacts.tangent2, contacts.separation,
+                                               0.5 * self.threshold, self.gamma / h, self.u)
+        normals, frictions = Rows(nb_, nj, nrhs), Rows(fb, fj, np.zeros(len(fb)))
         if V is not None:
-            normals.const = np.einsum("kc,kc->k", jac[:, 0], V[a]) + np.einsum("kc,kc->k", jac[:, 1], V[b])
-        # friction directions (eq. 4): u unit tangents around the normal
-        ang = 2 * np.pi * np.arange(self.u) / self.u
-        d = (np.cos(ang)[None, :, None] * contacts.tangent1[:, None, :] +
-             np.sin(ang)[None, :, None] * contacts.tangent2[:, None, :]).reshape(-1, 3)
-        rep = np.repeat(np.arange(len(a)), self.u)
-        fj = np.stack([-linear_row(d, p[rep], com_W[a[rep]]), linear_row(d, p[rep], com_W[b[rep]])], 1)
-        frictions = Rows(bodies[rep], fj, np.zeros(len(rep)))
-        if V is not None:
+            rep = np.repeat(np.arange(len(a)), self.u)
+            normals.const = np.einsum("kc,kc->k", nj[:, 0], V[a]) + np.einsum("kc,kc->k", nj[:, 1], V[b])
             frictions.const = np.einsum("kc,kc->k", fj[:, 0], V[a[rep]]) + np.einsum("kc,kc->k", fj[:, 1], V[b[rep]])
         return normals, frictions
 
@@ -681,35 +713,16 @@ class Simulator:
 
     def _islands(self, contacts):
         """Step 9: islands = joint components merged by contacts between two dynamic bodies."""
-        nb = len(self.bodies)
-        parent = np.arange(self._ncomp)
-
-        def find(x):
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        if contacts is not None:
+        if contacts is None:
+            sa = sb = np.zeros(0, np.int64)
+        else:
             sa, sb = self.bodies.slot[contacts.body_a], self.bodies.slot[contacts.body_b]
-            for x, y in zip(sa, sb):
-                if x >= 0 and y >= 0:
-                    rx, ry = find(self._comp[x]), find(self._comp[y])
-                    if rx != ry:
-                        parent[rx] = ry
-        roots = np.array([find(c) for c in range(self._ncomp)], dtype=np.int64)
-        uniq, lab = np.unique(roots, return_inverse=True)
-        return lab[self._comp] if nb else np.zeros(0, int), len(uniq)
+        return RK.islands(np.asarray(self._comp, np.int64), int(self._ncomp), sa, sb)
 
-    def _solve_islands(self, labels, n_isl, v, k, I_W, R, h, hard: Rows, hard_err, soft: Rows, limits: Rows,
+    def _solve_islands(self, labels, n_isl, Minv, a_over_M, h, hard: Rows, hard_err, soft: Rows, limits: Rows,
                        normals: Rows, frictions: Rows, mu, contacts):
         nb = len(self.bodies)
-        v_new = np.empty_like(v)
-        # block mass matrices: m I and I_W; their inverses per body
-        Minv = np.zeros((nb, 6, 6))
-        Minv[:, 0, 0] = Minv[:, 1, 1] = Minv[:, 2, 2] = 1.0 / self.bodies.mass
-        Minv[:, 3:, 3:] = np.linalg.inv(I_W)
-        a_over_M = v + h * np.einsum("nij,nj->ni", Minv, k)        # M^-1 (M v + h k)
+        v_new = np.empty_like(a_over_M)
         # every row in one block; rows grouped by (island, kind) with a stable sort so friction rows
         # stay contact-major and equality rows hard-before-soft
         blocks = (hard, soft, limits, normals, frictions)

@@ -1,0 +1,321 @@
+"""Compiled constraint-row builders (numba, compiled lazily, cached on disk).
+
+Loop versions of the vectorised builders in :mod:`graspsim.dynamics.joints` and the contact rows of
+the simulator: with tens of rows per step the numpy versions spend their time in per-call overhead,
+not arithmetic.  The vectorised versions stay as the readable reference (and the tests compare).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def joint_frames_values(X, parent, child, X_PJ, X_CJ, axis_J, perp_J, kind, prev, use_prev):
+    """Joint frames (parent side J and child side J') in W and joint values (see joints.py).
+
+    Returns o, o_c (nj, 3), R, R_c (nj, 3, 3), axis (nj, 3), perp (nj, 2, 3) in W and q (nj,)
+    (revolute angles unwrapped against ``prev`` when ``use_prev``)."""
+    nj = parent.shape[0]
+    o = np.empty((nj, 3))
+    o_c = np.empty((nj, 3))
+    R = np.empty((nj, 3, 3))
+    R_c = np.empty((nj, 3, 3))
+    ax = np.empty((nj, 3))
+    pp = np.empty((nj, 2, 3))
+    q = np.zeros(nj)
+    for n in range(nj):
+        P = X[parent[n]]
+        C = X[child[n]]
+        A = X_PJ[n]
+        Bm = X_CJ[n]
+        for i in range(3):
+            for j in range(3):
+                s = 0.0
+                t = 0.0
+                for k in range(3):
+                    s += P[i, k] * A[k, j]
+                    t += C[i, k] * Bm[k, j]
+                R[n, i, j] = s
+                R_c[n, i, j] = t
+            s = P[i, 3]
+            t = C[i, 3]
+            for k in range(3):
+                s += P[i, k] * A[k, 3]
+                t += C[i, k] * Bm[k, 3]
+            o[n, i] = s
+            o_c[n, i] = t
+        for i in range(3):
+            s = 0.0
+            for k in range(3):
+                s += R[n, i, k] * axis_J[n, k]
+            ax[n, i] = s
+            for m in range(2):
+                s = 0.0
+                for k in range(3):
+                    s += R[n, i, k] * perp_J[n, m, k]
+                pp[n, m, i] = s
+        if kind[n] == 0:
+            # angle about the axis taking J to J': the child's first perpendicular in J's perpendiculars
+            ru = np.zeros(3)
+            for i in range(3):
+                for k in range(3):
+                    ru[i] += R_c[n, i, k] * perp_J[n, 0, k]
+            y = ru[0] * pp[n, 1, 0] + ru[1] * pp[n, 1, 1] + ru[2] * pp[n, 1, 2]
+            x = ru[0] * pp[n, 0, 0] + ru[1] * pp[n, 0, 1] + ru[2] * pp[n, 0, 2]
+            ang = np.arctan2(y, x)
+            if use_prev:
+                d = (ang - prev[n] + np.pi) % (2 * np.pi) - np.pi
+                ang = prev[n] + d
+            q[n] = ang
+        elif kind[n] == 1:
+            q[n] = ((o_c[n, 0] - o[n, 0]) * ax[n, 0] + (o_c[n, 1] - o[n, 1]) * ax[n, 1]
+                    + (o_c[n, 2] - o[n, 2]) * ax[n, 2])
+    return o, o_c, R, R_c, ax, pp, q
+
+
+@njit(cache=True)
+def _lin(out, d, p, c):
+    """out[:6] = [d, (p - c) x d]: the velocity of body point p along d (body com c)."""
+    rx, ry, rz = p[0] - c[0], p[1] - c[1], p[2] - c[2]
+    out[0], out[1], out[2] = d[0], d[1], d[2]
+    out[3] = ry * d[2] - rz * d[1]
+    out[4] = rz * d[0] - rx * d[2]
+    out[5] = rx * d[1] - ry * d[0]
+
+
+@njit(cache=True)
+def equality_rows(rj, rt, rk, kind, parent, child, axis_J, slot, com_W, o, o_c, R, R_c, ax, pp):
+    """Joint rows J^T v = 0 (eq. 7) over the row template (see joints.equality_rows).
+
+    Returns bodies (r, 2), jac (r, 2, 6) (parent side first), err (r,) position errors, and keep
+    (r,) bool: False for rows between two static bodies."""
+    r = rj.shape[0]
+    bodies = np.empty((r, 2), np.int64)
+    jac = np.zeros((r, 2, 6))
+    err = np.empty(r)
+    keep = np.empty(r, np.bool_)
+    d = np.empty(3)
+    for i in range(r):
+        n, t, k = rj[i], rt[i], rk[i]
+        if t == 2 or t == 3:          # perpendicular of the joint axis
+            for j in range(3):
+                d[j] = pp[n, min(k, 1), j]
+        else:
+            d[0] = d[1] = d[2] = 0.0
+            d[k] = 1.0
+        pa, ch = parent[n], child[n]
+        bodies[i, 0] = slot[pa]
+        bodies[i, 1] = slot[ch]
+        keep[i] = slot[pa] >= 0 or slot[ch] >= 0
+        if t == 0 or t == 2:          # linear rows at the joint origin
+            _lin(jac[i, 1], d, o[n], com_W[ch])
+            _lin(jac[i, 0], d, o[n], com_W[pa])
+            for j in range(6):
+                jac[i, 0, j] = -jac[i, 0, j]
+        else:
+            for j in range(3):
+                jac[i, 1, 3 + j] = d[j]
+                jac[i, 0, 3 + j] = -d[j]
+        if t == 0:                    # origin offset along a world axis
+            err[i] = o_c[n, k] - o[n, k]
+        elif t == 2:                  # origin offset along a perpendicular
+            err[i] = ((o_c[n, 0] - o[n, 0]) * d[0] + (o_c[n, 1] - o[n, 1]) * d[1]
+                      + (o_c[n, 2] - o[n, 2]) * d[2])
+        elif t == 1:                  # small rotation J -> J' (vee of the skew part of R_c R^T)
+            a, b = (2, 1) if k == 0 else ((0, 2) if k == 1 else (1, 0))
+            sab = 0.0
+            sba = 0.0
+            for j in range(3):
+                sab += R_c[n, a, j] * R[n, b, j]
+                sba += R_c[n, b, j] * R[n, a, j]
+            err[i] = 0.5 * (sab - sba)
+        else:                         # axis misalignment (revolute) along a perpendicular
+            ac = np.zeros(3)
+            for a in range(3):
+                for j in range(3):
+                    ac[a] += R_c[n, a, j] * axis_J[n, j]
+            m0 = ax[n, 1] * ac[2] - ax[n, 2] * ac[1]
+            m1 = ax[n, 2] * ac[0] - ax[n, 0] * ac[2]
+            m2 = ax[n, 0] * ac[1] - ax[n, 1] * ac[0]
+            err[i] = m0 * d[0] + m1 * d[1] + m2 * d[2]
+    return bodies, jac, err, keep
+
+
+@njit(cache=True)
+def contact_rows(sa, sb, com_a, com_b, point, normal, t1, t2, sep, target, gain, u):
+    """Contact normal rows (eq. 3, bias of eq. 19) and ``u`` friction rows per contact (eq. 4),
+    contact-major; rows read the velocity of body b relative to body a at the contact point.
+
+    ``target``: the separation the error correction aims for; ``gain`` = gamma / h."""
+    k = sa.shape[0]
+    nb = np.empty((k, 2), np.int64)
+    nj = np.zeros((k, 2, 6))
+    nrhs = np.empty(k)
+    fb = np.empty((k * u, 2), np.int64)
+    fj = np.zeros((k * u, 2, 6))
+    d = np.empty(3)
+    for c in range(k):
+        nb[c, 0], nb[c, 1] = sa[c], sb[c]
+        _lin(nj[c, 1], normal[c], point[c], com_b[c])
+        _lin(nj[c, 0], normal[c], point[c], com_a[c])
+        for j in range(6):
+            nj[c, 0, j] = -nj[c, 0, j]
+        nrhs[c] = gain * min(sep[c] - target, 0.0)
+        for e in range(u):
+            ang = 2.0 * np.pi * e / u
+            ca, sn = np.cos(ang), np.sin(ang)
+            for j in range(3):
+                d[j] = ca * t1[c, j] + sn * t2[c, j]
+            r = c * u + e
+            fb[r, 0], fb[r, 1] = sa[c], sb[c]
+            _lin(fj[r, 1], d, point[c], com_b[c])
+            _lin(fj[r, 0], d, point[c], com_a[c])
+            for j in range(6):
+                fj[r, 0, j] = -fj[r, 0, j]
+    return nb, nj, nrhs, fb, fj
+
+
+@njit(cache=True)
+def _find(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@njit(cache=True)
+def islands(comp, ncomp, sa, sb):
+    """Step 9: union-find of the joint components ``comp`` (per dynamic body) merged by contacts
+    between two dynamic bodies (slots ``sa``, ``sb``; -1 = static).  Islands are numbered by
+    increasing root component.  Returns (labels per body, number of islands)."""
+    parent = np.arange(ncomp)
+    for i in range(sa.shape[0]):
+        x, y = sa[i], sb[i]
+        if x >= 0 and y >= 0:
+            rx, ry = _find(parent, comp[x]), _find(parent, comp[y])
+            if rx != ry:
+                parent[rx] = ry
+    lab = -np.ones(ncomp, np.int64)
+    n = 0
+    for c in range(ncomp):
+        if _find(parent, c) == c:
+            lab[c] = n
+            n += 1
+    out = np.empty(comp.shape[0], np.int64)
+    for b in range(comp.shape[0]):
+        out[b] = lab[_find(parent, comp[b])]
+    return out, n
+
+
+# ------------------------------------------------------------------------- body state (bodies.py)
+
+@njit(cache=True)
+def rotations(q):
+    """(n, 4) unit quaternions (w, x, y, z) -> (n, 3, 3) rotation matrices."""
+    n = q.shape[0]
+    R = np.empty((n, 3, 3))
+    for i in range(n):
+        w, x, y, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+        R[i, 0, 0] = 1 - 2 * (y * y + z * z); R[i, 0, 1] = 2 * (x * y - w * z); R[i, 0, 2] = 2 * (x * z + w * y)
+        R[i, 1, 0] = 2 * (x * y + w * z); R[i, 1, 1] = 1 - 2 * (x * x + z * z); R[i, 1, 2] = 2 * (y * z - w * x)
+        R[i, 2, 0] = 2 * (x * z - w * y); R[i, 2, 1] = 2 * (y * z + w * x); R[i, 2, 2] = 1 - 2 * (x * x + y * y)
+    return R
+
+
+@njit(cache=True)
+def integrate(c, q, v, h):
+    """Steps 1-2 (eq. 11-12): c + h v, q + h B(q) R^T omega, renormalised (see bodies.integrate_poses)."""
+    n = q.shape[0]
+    c1 = np.empty_like(c)
+    q1 = np.empty_like(q)
+    R = rotations(q)
+    for i in range(n):
+        for j in range(3):
+            c1[i, j] = c[i, j] + h * v[i, j]
+        # body-frame angular velocity R^T omega
+        wb = np.zeros(3)
+        for a in range(3):
+            for b in range(3):
+                wb[a] += R[i, b, a] * v[i, 3 + b]
+        w, x, y, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+        dw = 0.5 * (-x * wb[0] - y * wb[1] - z * wb[2])
+        dx = 0.5 * (w * wb[0] - z * wb[1] + y * wb[2])
+        dy = 0.5 * (z * wb[0] + w * wb[1] - x * wb[2])
+        dz = 0.5 * (-y * wb[0] + x * wb[1] + w * wb[2])
+        nw, nx, ny, nz = w + h * dw, x + h * dx, y + h * dy, z + h * dz
+        s = np.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+        q1[i, 0], q1[i, 1], q1[i, 2], q1[i, 3] = nw / s, nx / s, ny / s, nz / s
+    return c1, q1
+
+
+@njit(cache=True)
+def place(X_static, table_index, c, q, com_L):
+    """Body poses (N, 4, 4): the static ones, and X_WL of each dynamic body from its com and orientation."""
+    X = X_static.copy()
+    R = rotations(q)
+    for i in range(c.shape[0]):
+        t = table_index[i]
+        for a in range(3):
+            s = c[i, a]
+            for b in range(3):
+                X[t, a, b] = R[i, a, b]
+                s -= R[i, a, b] * com_L[i, b]
+            X[t, a, 3] = s
+    return X
+
+
+@njit(cache=True)
+def mass_terms(mass, inertia_L, q, v, k, h):
+    """World inertias I_W = R I R^T, block inverse masses M^-1 (nb, 6, 6), the gyroscopic torque
+    -omega x I_W omega added to the wrenches ``k`` (in place), and M^-1 (M v + h k) (nb, 6)."""
+    n = mass.shape[0]
+    R = rotations(q)
+    I_W = np.empty((n, 3, 3))
+    Minv = np.zeros((n, 6, 6))
+    aM = np.empty((n, 6))
+    for i in range(n):
+        RI = R[i] @ inertia_L[i]
+        I = RI @ R[i].T
+        I_W[i] = I
+        w0, w1, w2 = v[i, 3], v[i, 4], v[i, 5]
+        L0 = I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2
+        L1 = I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2
+        L2 = I[2, 0] * w0 + I[2, 1] * w1 + I[2, 2] * w2
+        k[i, 3] -= w1 * L2 - w2 * L1
+        k[i, 4] -= w2 * L0 - w0 * L2
+        k[i, 5] -= w0 * L1 - w1 * L0
+        Ii = np.linalg.inv(I)
+        for a in range(3):
+            Minv[i, a, a] = 1.0 / mass[i]
+            aM[i, a] = v[i, a] + h * k[i, a] / mass[i]
+            s = 0.0
+            for b in range(3):
+                Minv[i, 3 + a, 3 + b] = Ii[a, b]
+                s += Ii[a, b] * k[i, 3 + b]
+            aM[i, 3 + a] = v[i, 3 + a] + h * s
+    return I_W, Minv, aM
+
+
+@njit(cache=True)
+def tangential_speed(sa, sb, v, com_a, com_b, point, normal):
+    """|tangential part| of the velocity of body b relative to body a at each contact point (eq. 13)."""
+    k = sa.shape[0]
+    out = np.empty(k)
+    for c in range(k):
+        rel = np.zeros(3)
+        for side in range(2):
+            s = sb[c] if side else sa[c]
+            if s < 0:
+                continue
+            com = com_b[c] if side else com_a[c]
+            sign = 1.0 if side else -1.0
+            r0, r1, r2 = point[c, 0] - com[0], point[c, 1] - com[1], point[c, 2] - com[2]
+            w0, w1, w2 = v[s, 3], v[s, 4], v[s, 5]
+            rel[0] += sign * (v[s, 0] + w1 * r2 - w2 * r1)
+            rel[1] += sign * (v[s, 1] + w2 * r0 - w0 * r2)
+            rel[2] += sign * (v[s, 2] + w0 * r1 - w1 * r0)
+        vn = rel[0] * normal[c, 0] + rel[1] * normal[c, 1] + rel[2] * normal[c, 2]
+        t0, t1, t2 = rel[0] - vn * normal[c, 0], rel[1] - vn * normal[c, 1], rel[2] - vn * normal[c, 2]
+        out[c] = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
+    return out
