@@ -60,7 +60,8 @@ class JointTrajectory:
             return q, qd, np.zeros_like(q)
         if self.duration <= 0:
             return self.q1.copy(), np.zeros_like(self.q1), np.zeros_like(self.q1)
-        s, ds, dds = quintic((t - self.t0) / self.duration)
+        x = min(1.0, max(0.0, (t - self.t0) / self.duration))     # scalar: plain floats, no numpy calls
+        s, ds, dds = x ** 3 * (10 - 15 * x + 6 * x * x), 30 * x * x * (1 - x) ** 2, 60 * x * (1 - x) * (1 - 2 * x)
         dq = self.q1 - self.q0
         return self.q0 + s * dq, ds / self.duration * dq, dds / self.duration ** 2 * dq
 

@@ -319,3 +319,144 @@ def tangential_speed(sa, sb, v, com_a, com_b, point, normal):
         t0, t1, t2 = rel[0] - vn * normal[c, 0], rel[1] - vn * normal[c, 1], rel[2] - vn * normal[c, 2]
         out[c] = np.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
     return out
+
+
+# ------------------------------------------------------------------------- joint-space rows
+
+@njit(cache=True)
+def rate_rows(kind, parent, child, slot, com_W, o, ax, v):
+    """One row per joint giving its rate (child minus parent along the axis; see joints.rate_rows),
+    plus a trailing all-static zero row (index nj, the padding target of ``gather``), and the
+    joint rates at the body velocities ``v`` (static bodies at rest).
+
+    Returns bodies (nj + 1, 2), jac (nj + 1, 2, 6), rates (nj,)."""
+    nj = kind.shape[0]
+    bodies = np.full((nj + 1, 2), -1, np.int64)
+    jac = np.zeros((nj + 1, 2, 6))
+    rates = np.zeros(nj)
+    for n in range(nj):
+        p, c = parent[n], child[n]
+        bodies[n, 0], bodies[n, 1] = slot[p], slot[c]
+        if kind[n] == 0:
+            for j in range(3):
+                jac[n, 1, 3 + j] = ax[n, j]
+                jac[n, 0, 3 + j] = -ax[n, j]
+        else:
+            _lin(jac[n, 1], ax[n], o[n], com_W[c])
+            _lin(jac[n, 0], ax[n], o[n], com_W[p])
+            for j in range(6):
+                jac[n, 0, j] = -jac[n, 0, j]
+        s = 0.0
+        for side in range(2):
+            b = bodies[n, side]
+            if b >= 0:
+                for j in range(6):
+                    s += jac[n, side, j] * v[b, j]
+        rates[n] = s
+    return bodies, jac, rates
+
+
+@njit(cache=True)
+def gather(rbodies, rjac, idx, coef):
+    """Rows that are linear combinations sum_m coef[r, m] * (rate row idx[r, m]): bodies (r, 2 m),
+    jac (r, 2 m, 6)."""
+    r, m = idx.shape
+    bodies = np.empty((r, 2 * m), np.int64)
+    jac = np.empty((r, 2 * m, 6))
+    for i in range(r):
+        for k in range(m):
+            src = idx[i, k]
+            for side in range(2):
+                bodies[i, 2 * k + side] = rbodies[src, side]
+                for j in range(6):
+                    jac[i, 2 * k + side, j] = coef[i, k] * rjac[src, side, j]
+    return bodies, jac
+
+
+@njit(cache=True)
+def joint_wrenches(kind, parent, child, slot, com_W, o, ax, tau, nb):
+    """(nb, 6) body wrenches [force; torque about the com] from joint torques/forces ``tau``, equal
+    and opposite on child and parent (steps 7-8; see joints.joint_wrenches)."""
+    out = np.zeros((nb, 6))
+    w = np.empty(6)
+    for n in range(kind.shape[0]):
+        t = tau[n]
+        if t == 0.0:
+            continue
+        a = np.empty(3)
+        for j in range(3):
+            a[j] = ax[n, j] * t
+        for side in range(2):
+            b = slot[child[n]] if side else slot[parent[n]]
+            if b < 0:
+                continue
+            sign = 1.0 if side else -1.0
+            if kind[n] == 0:
+                w[0] = w[1] = w[2] = 0.0
+                w[3], w[4], w[5] = a[0], a[1], a[2]
+            else:
+                _lin(w, a, o[n], com_W[child[n]] if side else com_W[parent[n]])
+            for j in range(6):
+                out[b, j] += sign * w[j]
+    return out
+
+
+@njit(cache=True)
+def displace(c, q, dx):
+    """Small displacements dx (nb, 6) = [translation; rotation vector in W] applied to the coms and
+    orientations (post-stabilisation): q <- exp(dx_rot / 2) q, renormalised."""
+    n = c.shape[0]
+    c1 = c + dx[:, :3]
+    q1 = q.copy()
+    for i in range(n):
+        a0, a1, a2 = dx[i, 3], dx[i, 4], dx[i, 5]
+        ang = np.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+        if ang == 0.0:
+            continue
+        w1 = np.cos(ang / 2)
+        s = np.sin(ang / 2) / ang
+        v0, v1, v2 = s * a0, s * a1, s * a2
+        w2, x2, y2, z2 = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+        nw = w1 * w2 - (v0 * x2 + v1 * y2 + v2 * z2)
+        nx = w1 * x2 + w2 * v0 + (v1 * z2 - v2 * y2)
+        ny = w1 * y2 + w2 * v1 + (v2 * x2 - v0 * z2)
+        nz = w1 * z2 + w2 * v2 + (v0 * y2 - v1 * x2)
+        r = np.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
+        q1[i, 0], q1[i, 1], q1[i, 2], q1[i, 3] = nw / r, nx / r, ny / r, nz / r
+    return c1, q1
+
+
+@njit(cache=True)
+def partition_rows(bodies, labels, sizes, n_isl):
+    """Rows grouped by (island, kind): ``order`` lists row indices island by island, and within an
+    island kind by kind (the 5 consecutive blocks of sizes ``sizes``) in their original order;
+    rows of island i and kind j are ``order[bounds[5 i + j]:bounds[5 i + j + 1]]``.  A row's island
+    is that of its first dynamic body; rows without one belong to none."""
+    r = bodies.shape[0]
+    K = bodies.shape[1]
+    key = np.empty(r, np.int64)
+    row = 0
+    for j in range(5):
+        for _ in range(sizes[j]):
+            isl = -1
+            for k in range(K):
+                b = bodies[row, k]
+                if b >= 0:
+                    isl = labels[b]
+                    break
+            key[row] = 5 * isl + j if isl >= 0 else -1
+            row += 1
+    counts = np.zeros(5 * n_isl + 1, np.int64)
+    for i in range(r):
+        if key[i] >= 0:
+            counts[key[i] + 1] += 1
+    for i in range(5 * n_isl):
+        counts[i + 1] += counts[i]
+    bounds = counts.copy()
+    fill = counts[:-1].copy()
+    order = np.empty(counts[-1], np.int64)
+    for i in range(r):
+        if key[i] >= 0:
+            order[fill[key[i]]] = i
+            fill[key[i]] += 1
+    return order, bounds

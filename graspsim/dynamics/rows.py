@@ -37,27 +37,33 @@ class Rows:
 
     @staticmethod
     def concat(blocks: list["Rows"]) -> "Rows":
-        blocks = [b for b in blocks if len(b)]
+        blocks = [b for b in blocks if len(b.rhs)]
         if not blocks:
             return Rows.empty()
+        if len(blocks) == 1:    # a new Rows (callers reassign rhs), sharing the arrays
+            b = blocks[0]
+            return Rows(b.bodies, b.jac, b.rhs, b.comp, b.const)
         K = max(b.bodies.shape[1] for b in blocks)
-        out_b, out_j = [], []
+        n = sum(len(b.rhs) for b in blocks)
+        bodies = np.full((n, K), -1, dtype=np.int64)
+        jac = np.zeros((n, K, 6))
+        rhs = np.empty(n)
+        has_comp = any(b.comp is not None for b in blocks)
+        has_const = any(b.const is not None for b in blocks)
+        comp = np.zeros(n) if has_comp else None
+        const = np.zeros(n) if has_const else None
+        r = 0
         for b in blocks:
-            pad = K - b.bodies.shape[1]
-            if pad:
-                out_b.append(np.concatenate([b.bodies, -np.ones((len(b), pad), dtype=np.int64)], 1))
-                out_j.append(np.concatenate([b.jac, np.zeros((len(b), pad, 6))], 1))
-            else:
-                out_b.append(b.bodies)
-                out_j.append(b.jac)
-        comp = None
-        if any(b.comp is not None for b in blocks):
-            comp = np.concatenate([b.compliance() for b in blocks])
-        const = None
-        if any(b.const is not None for b in blocks):
-            const = np.concatenate([b.constant() for b in blocks])
-        return Rows(np.concatenate(out_b), np.concatenate(out_j), np.concatenate([b.rhs for b in blocks]), comp,
-                    const)
+            m, k = b.bodies.shape
+            bodies[r:r + m, :k] = b.bodies
+            jac[r:r + m, :k] = b.jac
+            rhs[r:r + m] = b.rhs
+            if b.comp is not None:
+                comp[r:r + m] = b.comp
+            if b.const is not None:
+                const[r:r + m] = b.const
+            r += m
+        return Rows(bodies, jac, rhs, comp, const)
 
     def select(self, mask_or_idx) -> "Rows":
         return Rows(self.bodies[mask_or_idx], self.jac[mask_or_idx], self.rhs[mask_or_idx],

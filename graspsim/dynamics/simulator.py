@@ -29,6 +29,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..errors import SimulationError
 from ..world import World
+from . import _island_kernel as IK
 from . import _rows_kernel as RK
 from . import bodies as B
 from .drives import DriveCommand
@@ -305,12 +306,14 @@ class Simulator:
             tm["contacts"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
         com_W = self._com_world(X)
         st = self._structure(s.broken)
-        rate = rate_rows(self.js, F, self._all_joints, self.bodies.slot, com_W)   # one row per joint
+        # one rate row per joint and a zero row (index nj) that pads DOFs with fewer joints
+        js = self.js
+        rb, rj, rates = RK.rate_rows(js.kind, js.parent, js.child, self.bodies.slot, com_W, F.o, F.axis, s.v)
+        rate_ext = Rows(rb, rj, np.zeros(len(rb)))
         if V is not None:
-            rate.const = np.einsum("rc,rc->r", rate.jac[:, 0], V[self.js.parent]) + \
-                np.einsum("rc,rc->r", rate.jac[:, 1], V[self.js.child])
-        rate_ext = Rows.concat([rate, Rows(-np.ones((1, 2), np.int64), np.zeros((1, 2, 6)), np.zeros(1))])
-        rates = rows_apply(rate, s.v) + rate.constant()
+            rate_ext.const = np.concatenate([np.einsum("rc,rc->r", rj[:-1, 0], V[js.parent]) +
+                                             np.einsum("rc,rc->r", rj[:-1, 1], V[js.child]), [0.0]])
+            rates = rates + rate_ext.const[:-1]
         # 5: friction coefficient per contact (eq. 13)
         mu = self._friction_coefficients(contacts, s.v, com_W)
         # 6: external forces: gravity and gyroscopic
@@ -321,7 +324,8 @@ class Simulator:
         # 8: joint friction (eq. 14): Coulomb explicit, viscous as implicit damping rows
         tau_joint -= self.js.coulomb * np.sign(rates)
         damp_rows = self._viscous_rows(rate_ext, h)
-        k += joint_wrenches(self.js, F, tau_joint, com_W, len(self.bodies), self.bodies.slot)
+        k += RK.joint_wrenches(js.kind, js.parent, js.child, self.bodies.slot, com_W, F.o, F.axis, tau_joint,
+                               len(self.bodies))
         # constraint rows: joints (eq. 7, 16), coupled DOFs, joint limits (eq. 9), contacts (eq. 3-6)
         eq = self._equality_rows(F, com_W, V)
         coup = self._coupling_rows(st, rate_ext, jq, s)
@@ -454,15 +458,16 @@ class Simulator:
         S.c_coef = np.array(c_coef).reshape(-1, 2)
         S.c_kappa, S.c_dof, S.c_lock = np.array(c_kappa), np.array(c_dof, dtype=np.int64), np.array(c_lock, bool)
         S.limit_cand = np.flatnonzero(limit_cand)
+        S.lim_lo, S.lim_hi = js.limits[S.limit_cand, 0], js.limits[S.limit_cand, 1]
+        S.lim_tol = np.where(js.kind[S.limit_cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
         cache[key] = S
         return S
 
     @staticmethod
     def _gather(rate_ext: Rows, idx: np.ndarray, coef: np.ndarray, rhs: np.ndarray, comp=None) -> Rows:
         """Rows that are linear combinations sum_m coef[r, m] * (rate row idx[r, m])."""
-        r, m = idx.shape
-        bodies = rate_ext.bodies[idx].reshape(r, 2 * m)
-        jac = (rate_ext.jac[idx] * coef[:, :, None, None]).reshape(r, 2 * m, 6)
+        bodies, jac = RK.gather(rate_ext.bodies, rate_ext.jac, np.ascontiguousarray(idx, dtype=np.int64),
+                                np.ascontiguousarray(coef, dtype=float))
         const = None if rate_ext.const is None else np.einsum("rm,rm->r", coef, rate_ext.const[idx])
         return Rows(bodies, jac, rhs, comp, const)
 
@@ -538,12 +543,11 @@ class Simulator:
 
     def _limit_crossed(self, s: SimState, jq: np.ndarray) -> bool:
         """Did the trial move take a joint that was inside its limits past one (beyond the tolerance)?"""
-        cand = self._structure(s.broken).limit_cand
+        st = self._structure(s.broken)
+        cand = st.limit_cand
         if not len(cand):
             return False
-        js = self.js
-        tol = np.where(js.kind[cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
-        lo, hi = js.limits[cand, 0], js.limits[cand, 1]
+        lo, hi, tol = st.lim_lo, st.lim_hi, st.lim_tol
         prev, q = s.joint_q[cand], jq[cand]
         was_in = (prev >= lo - tol) & (prev <= hi + tol)
         return bool(np.any(was_in & ((q < lo - tol) | (q > hi + tol))))
@@ -672,13 +676,13 @@ class Simulator:
         cand = st.limit_cand
         if not len(cand):
             return Rows.empty()
-        tol = np.where(js.kind[cand] == 0, 2 * REV_LIMIT_TOL, 2 * PRI_LIMIT_TOL)
-        lo, hi = js.limits[cand, 0], js.limits[cand, 1]
+        tol = 2 * st.lim_tol
+        lo, hi = st.lim_lo, st.lim_hi
         q = jq[cand]
         at_lo, at_hi = q <= lo + tol, q >= hi - tol
-        idx = np.concatenate([cand[at_lo], cand[at_hi]])
-        if not len(idx):
+        if not (at_lo.any() or at_hi.any()):
             return Rows.empty()
+        idx = np.concatenate([cand[at_lo], cand[at_hi]])
         sign = np.concatenate([np.ones(at_lo.sum()), -np.ones(at_hi.sum())])
         margin = np.concatenate([q[at_lo] - lo[at_lo], hi[at_hi] - q[at_hi]])
         # w = +-rate + b >= 0 (eq. 9); b < 0 pushes the joint back when it is beyond the limit
@@ -728,15 +732,7 @@ class Simulator:
         blocks = (hard, soft, limits, normals, frictions)
         sizes = [len(b) for b in blocks]
         allr = Rows.concat(list(blocks))
-        if len(allr):
-            first = np.where(allr.bodies >= 0, allr.bodies, nb).min(axis=1)
-            isl_of_row = np.concatenate([labels, [-1]])[first]
-        else:
-            isl_of_row = np.zeros(0, np.int64)
-        kind = np.repeat(np.arange(5), sizes)
-        key = np.where(isl_of_row >= 0, isl_of_row * 5 + kind, -1)
-        row_order = np.argsort(key, kind="stable")
-        rb = np.searchsorted(key[row_order], np.arange(5 * n_isl + 1))
+        row_order, rb = RK.partition_rows(allr.bodies, labels, np.array(sizes, np.int64), n_isl)
         off_n = sizes[0] + sizes[1] + sizes[2]
         k_contacts = len(normals)
         impulses = np.zeros((k_contacts, 3))
@@ -747,7 +743,6 @@ class Simulator:
         bounds = np.searchsorted(labels[order], np.arange(n_isl + 1))
         compiled = self._lemke is None
         if compiled:
-            from . import _island_kernel as IK
             jac = np.ascontiguousarray(allr.jac)
             bod = np.ascontiguousarray(allr.bodies)
             rhs = np.ascontiguousarray(allr.rhs, dtype=float)
@@ -823,15 +818,7 @@ class Simulator:
     @staticmethod
     def _displace(c, q, dx):
         """Apply small displacements dx (nb, 6) = [translation; rotation vector] to com and orientation."""
-        c_new = c + dx[:, :3]
-        ang = np.linalg.norm(dx[:, 3:], axis=1)
-        if not np.any(ang):
-            return c_new, q
-        axis = dx[:, 3:] / np.where(ang > 0, ang, 1.0)[:, None]
-        w1, v1 = np.cos(ang / 2)[:, None], np.sin(ang / 2)[:, None] * axis
-        w2, v2 = q[:, :1], q[:, 1:]
-        q_new = np.concatenate([w1 * w2 - np.sum(v1 * v2, 1, keepdims=True), w1 * v2 + w2 * v1 + cross(v1, v2)], 1)
-        return c_new, q_new / np.linalg.norm(q_new, axis=1, keepdims=True)
+        return RK.displace(c, q, dx)
 
     def _update_breakaway(self, st, coupling_impulse: np.ndarray, h, jq, cmd, s: SimState):
         """A breakaway DOF's coupling gives way when it transmits more than the breakaway torque; it
