@@ -460,3 +460,71 @@ def partition_rows(bodies, labels, sizes, n_isl):
             order[fill[key[i]]] = i
             fill[key[i]] += 1
     return order, bounds
+
+
+@njit(cache=True)
+def pd_drives(P, jq_off, rates, q_ref, qd_ref, kp, kd, tau_ff, effort, drive_idx, drive_w, h, nj):
+    """Step 7 for every DOF (see Simulator._control): the PD estimate kp (q_ref - q) + kd (qd_ref - qd)
+    + tau_ff; a DOF whose estimate reaches its effort limit applies the clamped torque explicitly,
+    the others apply tau_ff explicitly and the PD part implicitly as a soft row on the DOF rate
+    (s+ + C lambda = eps, C = 1 / (h c), eps = (kp (q_ref - q) + kd qd_ref) / c, c = h kp + kd).
+
+    Returns explicit joint torques (nj,), and for the implicit DOFs: their indices, eps and C."""
+    nd = q_ref.shape[0]
+    tau = np.zeros(nj + 1)          # entry nj absorbs the padding of drive_idx
+    act = np.empty(nd, np.int64)
+    eps = np.empty(nd)
+    comp = np.empty(nd)
+    na = 0
+    for d in range(nd):
+        q = 0.0
+        qd = 0.0
+        for j in range(nj):
+            q += P[d, j] * jq_off[j]
+            qd += P[d, j] * rates[j]
+        est = tau_ff[d] + kp[d] * (q_ref[d] - q) + kd[d] * (qd_ref[d] - qd)
+        e = effort[d]
+        sat = abs(est) >= e
+        t = min(max(est if sat else tau_ff[d], -e), e)
+        for m in range(drive_idx.shape[1]):
+            tau[drive_idx[d, m]] += drive_w[d, m] * t
+        c = h * kp[d] + kd[d]
+        if not sat and c > 0:
+            act[na] = d
+            eps[na] = (kp[d] * (q_ref[d] - q) + kd[d] * qd_ref[d]) / c
+            comp[na] = 1.0 / (h * c)
+            na += 1
+    return tau[:nj], act[:na], eps[:na], comp[:na]
+
+
+@njit(cache=True)
+def limit_rows(cand, lo, hi, tol, jq, rbodies, rjac, gain):
+    """Joint-limit rows (eq. 9) for joints within 2 ``tol`` of a limit: w = +-rate + b >= 0 with
+    b = gain * min(margin, 0) pushing a joint beyond its limit back; rows without a dynamic body
+    are dropped.  Lower limits first, then upper."""
+    n = cand.shape[0]
+    bodies = np.empty((2 * n, 2), np.int64)
+    jac = np.empty((2 * n, 2, 6))
+    rhs = np.empty(2 * n)
+    r = 0
+    for side in range(2):
+        for i in range(n):
+            j = cand[i]
+            q = jq[j]
+            if side == 0:
+                if not (q <= lo[i] + 2 * tol[i]):
+                    continue
+                sign, margin = 1.0, q - lo[i]
+            else:
+                if not (q >= hi[i] - 2 * tol[i]):
+                    continue
+                sign, margin = -1.0, hi[i] - q
+            if rbodies[j, 0] < 0 and rbodies[j, 1] < 0:
+                continue
+            for s in range(2):
+                bodies[r, s] = rbodies[j, s]
+                for k in range(6):
+                    jac[r, s, k] = sign * rjac[j, s, k]
+            rhs[r] = gain * min(margin, 0.0)
+            r += 1
+    return bodies[:r], jac[:r], rhs[:r]

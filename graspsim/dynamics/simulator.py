@@ -635,24 +635,13 @@ class Simulator:
         """Step 7: explicit joint torques (nj,) and the implicit PD drive rows."""
         if cmd is None:
             return np.zeros(len(self.js)), Rows.empty()
-        tau = np.zeros(len(self.js) + 1)     # the last entry absorbs the padding of drive_idx
-        q = st.P @ (jq - self._joint_offsets)
-        qd = st.P @ rates
-        est = cmd.tau_ff + cmd.kp * (cmd.q_ref - q) + cmd.kd * (cmd.qd_ref - qd)
-        effort = np.minimum(cmd.effort, self.ds.effort)
-        saturated = np.abs(est) >= effort
-        tau_dof = np.where(saturated, np.clip(est, -effort, effort), np.clip(cmd.tau_ff, -effort, effort))
-        # DOF torque shared by its joints in proportion to their ratios (virtual work)
-        np.add.at(tau, st.drive_idx.ravel(), (st.drive_w * tau_dof[:, None]).ravel())
-        tau = tau[:-1]
-        # implicit PD as a soft row on the DOF rate s = sum w_j rate_j:
-        #   s+ + C lambda = eps,  C = 1/(h c),  eps = (kp (q_ref - q) + kd qd_ref) / c,  c = h kp + kd
-        c = h * cmd.kp + cmd.kd
-        act = np.flatnonzero(~saturated & (c > 0))
+        f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
+        effort = np.minimum(f(cmd.effort), self.ds.effort)
+        tau, act, eps, comp = RK.pd_drives(st.P, jq - self._joint_offsets, rates, f(cmd.q_ref), f(cmd.qd_ref), f(cmd.kp),
+                                           f(cmd.kd), f(cmd.tau_ff), effort, st.drive_idx, st.drive_w, h, len(self.js))
         if not len(act):
             return tau, Rows.empty()
-        eps = (cmd.kp[act] * (cmd.q_ref[act] - q[act]) + cmd.kd[act] * cmd.qd_ref[act]) / c[act]
-        return tau, self._gather(rate_ext, st.drive_idx[act], st.drive_w[act], eps, 1.0 / (h * c[act]))
+        return tau, self._gather(rate_ext, st.drive_idx[act], st.drive_w[act], eps, comp)
 
     def _viscous_rows(self, rate_ext: Rows, h) -> Rows:
         idx = self._viscous_idx
@@ -676,18 +665,25 @@ class Simulator:
         cand = st.limit_cand
         if not len(cand):
             return Rows.empty()
-        tol = 2 * st.lim_tol
-        lo, hi = st.lim_lo, st.lim_hi
-        q = jq[cand]
-        at_lo, at_hi = q <= lo + tol, q >= hi - tol
-        if not (at_lo.any() or at_hi.any()):
+        bodies, jac, rhs = RK.limit_rows(cand, st.lim_lo, st.lim_hi, st.lim_tol, jq, rate_ext.bodies, rate_ext.jac,
+                                         self.gamma / h)
+        if not len(rhs):
             return Rows.empty()
+        const = None
+        if rate_ext.const is not None:   # kinematic bodies: the rows' value from their motion
+            idx, sign = self._limit_row_joints(st, jq)
+            const = sign * rate_ext.const[idx]
+        return Rows(bodies, jac, rhs, None, const)
+
+    def _limit_row_joints(self, st, jq):
+        """Joints (and signs) of the limit rows, in limit_rows' order (lower limits, then upper)."""
+        cand, tol = st.limit_cand, 2 * st.lim_tol
+        q = jq[cand]
+        at_lo, at_hi = q <= st.lim_lo + tol, q >= st.lim_hi - tol
         idx = np.concatenate([cand[at_lo], cand[at_hi]])
         sign = np.concatenate([np.ones(at_lo.sum()), -np.ones(at_hi.sum())])
-        margin = np.concatenate([q[at_lo] - lo[at_lo], hi[at_hi] - q[at_hi]])
-        # w = +-rate + b >= 0 (eq. 9); b < 0 pushes the joint back when it is beyond the limit
-        r = self._gather(rate_ext, idx[:, None], sign[:, None], self.gamma * np.minimum(margin, 0.0) / h)
-        return r.select(np.any(r.bodies >= 0, axis=1))
+        keep = (self.bodies.slot[self.js.parent[idx]] >= 0) | (self.bodies.slot[self.js.child[idx]] >= 0)
+        return idx[keep], sign[keep]
 
     def _contact_rows(self, contacts, com_W, h, V=None) -> tuple[Rows, Rows]:
         """Normal rows (eq. 3; error correction of eq. 19 towards half the threshold) and ``u``
