@@ -42,7 +42,7 @@ SPHERE, CAPSULE, BOX, CYLINDER, MESH = 0, 1, 2, 3, 4
 
 # indices into the pool tuple (GeometryPool.arrays())
 P_KIND, P_RAD, P_HALF, P_LO, P_HI, P_VOFF, P_VCNT, P_TOFF, P_TCNT, P_EOFF, P_ECNT, P_V, P_T, P_N, P_E, P_PV, \
-    P_PE, P_TBLO, P_TBHI, P_TE, P_ESH, P_VSH, P_EN = range(23)
+    P_PE, P_TBLO, P_TBHI, P_TE, P_ESH, P_VSH, P_EN, P_COFF, P_CCNT, P_CLT, P_CLLO, P_CLHI, P_CLS = range(29)
 
 LINE_TOL = 1e-6        # m, hull vertices closer than this to the line of their neighbours are dropped
 PARALLEL_SIN = 1e-4    # a segment and an axis making a smaller angle are parallel (line contact)
@@ -150,23 +150,42 @@ def _aabb_in(R, t, lo, hi):
 
 @njit(cache=True)
 def _cull_tris(P, ib, blo, bhi, m):
-    """Indices of body ib's triangles whose bounds meet [blo, bhi] inflated by m (ib's shape frame)."""
-    t0 = P[P_TOFF][ib]
+    """Indices (ascending) of body ib's triangles whose bounds meet [blo, bhi] inflated by m (ib's
+    shape frame); clusters of triangles whose joint bounds miss are skipped whole."""
     nt = P[P_TCNT][ib]
+    t_end = P[P_TOFF][ib] + nt
     TBlo = P[P_TBLO]
     TBhi = P[P_TBHI]
+    CLlo = P[P_CLLO]
+    CLhi = P[P_CLHI]
+    CLT = P[P_CLT]
+    CLS = P[P_CLS]
+    c0 = P[P_COFF][ib]
+    c1 = c0 + P[P_CCNT][ib]
     out = np.empty(nt, np.int64)
     k = 0
-    for t in range(t0, t0 + nt):
-        ok = True
+    for c in range(c0, c1):
+        miss = False
         for j in range(3):
-            if TBlo[t, j] > bhi[j] + m or TBhi[t, j] < blo[j] - m:
-                ok = False
+            if CLlo[c, j] > bhi[j] + m or CLhi[c, j] < blo[j] - m:
+                miss = True
                 break
-        if ok:
-            out[k] = t
-            k += 1
-    return out[:k]
+        if miss:
+            continue
+        end = CLS[c + 1] if c + 1 < c1 else t_end
+        for x in range(CLS[c], end):
+            t = CLT[x]
+            ok = True
+            for j in range(3):
+                if TBlo[t, j] > bhi[j] + m or TBhi[t, j] < blo[j] - m:
+                    ok = False
+                    break
+            if ok:
+                out[k] = t
+                k += 1
+    res = out[:k]
+    res.sort()
+    return res
 
 
 @njit(cache=True)
@@ -277,33 +296,65 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
     R, t = _rel(X[ia], X[ib])
     V = P[P_V]
     E = P[P_E]
+    TE = P[P_TE]
+    ESH = P[P_ESH]
     v0 = P[P_VOFF][ia]
     nv = P[P_VCNT][ia]
+    e0 = P[P_EOFF][ia]
+    blo = P[P_LO][ib]
+    bhi = P[P_HI][ib]
+    # only ia's sharp edges near ib's bounds can touch ib: the edges of ia's triangles that meet
+    # the bounds of ib's box seen in ia's frame (x_A = R^T (x_B - t)), inflated by 2 thr
+    clo = np.full(3, np.inf)
+    chi = np.full(3, -np.inf)
+    for corner in range(8):
+        cb = (bhi[0] if corner & 1 else blo[0], bhi[1] if corner & 2 else blo[1], bhi[2] if corner & 4 else blo[2])
+        for i in range(3):
+            x = 0.0
+            for k in range(3):
+                x += R[k, i] * (cb[k] - t[k])
+            clo[i] = min(clo[i], x)
+            chi[i] = max(chi[i], x)
+    tris_a = _cull_tris(P, ia, clo, chi, 2.0 * thr)
+    if tris_a.size == 0:
+        return cnt, cnt2
+    seen = np.zeros(P[P_ECNT][ia], np.bool_)
+    edges = np.empty(3 * tris_a.size, np.int64)
+    ne_ = 0
+    for tr in tris_a:
+        for k in range(3):
+            e = TE[tr, k]
+            if ESH[e] and not seen[e - e0]:   # an edge inside a flat face never bounds a region
+                seen[e - e0] = True
+                edges[ne_] = e
+                ne_ += 1
+    edges = np.sort(edges[:ne_])
+    # ia's vertices on those edges, in ib's frame
     VA_ = np.empty((nv, 3))
-    for k in range(nv):
-        x = add(_mv(R, V[v0 + k]), t)
-        VA_[k, 0] = x[0]
-        VA_[k, 1] = x[1]
-        VA_[k, 2] = x[2]
-    alo = np.empty(3)
-    ahi = np.empty(3)
-    for j in range(3):
-        alo[j] = VA_[:, j].min()
-        ahi[j] = VA_[:, j].max()
+    done = np.zeros(nv, np.bool_)
+    alo = np.full(3, np.inf)
+    ahi = np.full(3, -np.inf)
+    for e in edges:
+        for side in range(2):
+            k = E[e, side] - v0
+            if done[k]:
+                continue
+            done[k] = True
+            x = add(_mv(R, V[v0 + k]), t)
+            for j in range(3):
+                VA_[k, j] = x[j]
+                alo[j] = min(alo[j], x[j])
+                ahi[j] = max(ahi[j], x[j])
+    if ne_ == 0:
+        return cnt, cnt2
     tris = _cull_tris(P, ib, alo, ahi, thr)
     if tris.size == 0:
         return cnt, cnt2
-    blo = P[P_LO][ib]
-    bhi = P[P_HI][ib]
     TBlo = P[P_TBLO]
     TBhi = P[P_TBHI]
-    ESH = P[P_ESH]
     EN = P[P_EN]
     RB, tB = _rt(X[ib])
-    e0 = P[P_EOFF][ia]
-    for e in range(e0, e0 + P[P_ECNT][ia]):
-        if not ESH[e]:
-            continue  # an edge inside a flat face never bounds a contact region
+    for e in edges:
         p = v3(VA_[E[e, 0] - v0])
         q = v3(VA_[E[e, 1] - v0])
         if not _seg_box(p, q, blo, bhi, thr):

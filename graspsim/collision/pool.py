@@ -52,6 +52,9 @@ class ShapeGeometry:
     ESH: np.ndarray         # (ne,) bool: edge is sharp (a real edge, not a split of a flat face)
     VSH: np.ndarray         # (nv,) bool: vertex is sharp (not inside a flat region)
     EN: np.ndarray          # (ne, 2, 3) normals of the (one or two) faces adjacent to each edge
+    CLT: np.ndarray         # (nt,) triangles in cluster order (see _clusters)
+    CLlo: np.ndarray        # (ncl, 3) cluster bounds
+    CLhi: np.ndarray
 
 
 _CACHE: dict[int, tuple] = {}
@@ -139,6 +142,30 @@ def _mesh_tables(V: np.ndarray, T: np.ndarray):
     return T, N, uniq.astype(np.int64), PV, PE, TBlo, TBhi, TE, ESH, VSH, EN
 
 
+#: triangles per cluster: culling tests the clusters' bounds first, then their triangles
+CLUSTER = 16
+
+
+def _clusters(TBlo: np.ndarray, TBhi: np.ndarray):
+    """Triangles in spatially coherent clusters of CLUSTER: order (nt,) of local triangle indices
+    (sorted by the Morton code of their centres) and each cluster's bounds (ncl, 3) x 2."""
+    nt = len(TBlo)
+    if nt == 0:
+        return np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 3))
+    c = 0.5 * (TBlo + TBhi)
+    lo, hi = c.min(0), c.max(0)
+    g = np.floor((c - lo) / np.maximum(hi - lo, 1e-12) * 1023.0).astype(np.int64)
+    code = np.zeros(nt, np.int64)
+    for bit in range(10):
+        for ax in range(3):
+            code |= ((g[:, ax] >> bit) & 1) << (3 * bit + ax)
+    order = np.argsort(code, kind="stable").astype(np.int64)
+    ncl = (nt + CLUSTER - 1) // CLUSTER
+    clo = np.array([TBlo[order[k * CLUSTER:(k + 1) * CLUSTER]].min(0) for k in range(ncl)])
+    chi = np.array([TBhi[order[k * CLUSTER:(k + 1) * CLUSTER]].max(0) for k in range(ncl)])
+    return order, clo, chi
+
+
 def _build(shape) -> ShapeGeometry:
     kind = KIND_CODE[shape.kind]
     size = shape.size
@@ -174,8 +201,9 @@ def _build(shape) -> ShapeGeometry:
         TBlo = TBhi = np.zeros((0, 3))
         TE, ESH, VSH = np.zeros((0, 3), np.int64), np.zeros(0, bool), np.zeros(0, bool)
         EN = np.zeros((0, 2, 3))
+    CLT, CLlo, CLhi = _clusters(TBlo, TBhi)
     return ShapeGeometry(kind, float(radius), half, np.asarray(lo, float), np.asarray(hi, float), V, T, N, E,
-                         PV, PE, TBlo, TBhi, TE, ESH, VSH, EN)
+                         PV, PE, TBlo, TBhi, TE, ESH, VSH, EN, CLT, CLlo, CLhi)
 
 
 class GeometryPool:
@@ -195,8 +223,10 @@ class GeometryPool:
         self.v_off = np.zeros(n, np.int64); self.v_cnt = np.zeros(n, np.int64)
         self.t_off = np.zeros(n, np.int64); self.t_cnt = np.zeros(n, np.int64)
         self.e_off = np.zeros(n, np.int64); self.e_cnt = np.zeros(n, np.int64)
+        self.c_off = np.zeros(n, np.int64); self.c_cnt = np.zeros(n, np.int64)
         Vs, Ts, Ns, Es, PVs, PEs, Los, His, TEs, ESHs, VSHs, ENs = ([] for _ in range(12))
-        nv = nt = ne = 0
+        CTs, CLs, CHs, CSs = [], [], [], []
+        nv = nt = ne = ncl = 0
         for i, s in enumerate(shapes):
             if s is None:
                 continue
@@ -212,17 +242,24 @@ class GeometryPool:
             Vs.append(g.V); Ts.append(g.T + nv); Ns.append(g.N); Es.append(g.E + nv)
             PVs.append(g.PV); PEs.append(g.PE); Los.append(g.TBlo); His.append(g.TBhi)
             TEs.append(g.TE + ne); ESHs.append(g.ESH); VSHs.append(g.VSH); ENs.append(g.EN)
-            nv += len(g.V); nt += len(g.T); ne += len(g.E)
+            k = len(g.CLlo)
+            self.c_off[i], self.c_cnt[i] = ncl, k
+            CTs.append(g.CLT + nt); CLs.append(g.CLlo); CHs.append(g.CLhi)
+            CSs.append(nt + np.minimum(np.arange(k + 1) * CLUSTER, len(g.T))[:k])
+            nv += len(g.V); nt += len(g.T); ne += len(g.E); ncl += k
         cat = lambda xs, shape, dt=float: np.ascontiguousarray(np.concatenate(xs) if xs else np.zeros(shape, dt))
         self.V = cat(Vs, (0, 3)); self.T = cat(Ts, (0, 3), np.int64); self.N = cat(Ns, (0, 3))
         self.E = cat(Es, (0, 2), np.int64); self.PV = cat(PVs, (0, 3, 3)); self.PE = cat(PEs, (0, 3, 3))
         self.TBlo = cat(Los, (0, 3)); self.TBhi = cat(His, (0, 3))
         self.TE = cat(TEs, (0, 3), np.int64); self.ESH = cat(ESHs, (0,), bool); self.VSH = cat(VSHs, (0,), bool)
         self.EN = cat(ENs, (0, 2, 3))
+        self.CLT = cat(CTs, (0,), np.int64); self.CLlo = cat(CLs, (0, 3)); self.CLhi = cat(CHs, (0, 3))
+        self.CLS = cat(CSs, (0,), np.int64)   # first position in CLT of each cluster (global)
         self.has_offset = ~np.all(np.abs(self.X_LS - np.eye(4)) == 0, axis=(1, 2))
 
     def arrays(self) -> tuple:
         """The tuple the kernels take (order fixed: see contacts._unpack)."""
         return (self.kind, self.radius, self.half, self.lo, self.hi, self.v_off, self.v_cnt, self.t_off,
                 self.t_cnt, self.e_off, self.e_cnt, self.V, self.T, self.N, self.E, self.PV, self.PE,
-                self.TBlo, self.TBhi, self.TE, self.ESH, self.VSH, self.EN)
+                self.TBlo, self.TBhi, self.TE, self.ESH, self.VSH, self.EN, self.c_off, self.c_cnt, self.CLT,
+                self.CLlo, self.CLhi, self.CLS)

@@ -23,77 +23,201 @@ LCP_FAILED = 1
 
 
 @njit(cache=True)
-def _rows_dense(local, bodies, jac, rows, nv):
-    """(len(rows), nv): the island-local Jacobian of each listed row (static bodies drop out)."""
-    out = np.zeros((rows.shape[0], nv))
+def _compact(local, bodies, jac, rows, Minv):
+    """The listed rows in compact form: per row up to K entries (island body, 6-vector), entries
+    of the same body merged, and M^-1 times each entry.  Returns (cb, cj, cw, cnt)."""
+    n = rows.shape[0]
     K = bodies.shape[1]
-    for c in range(rows.shape[0]):
+    cb = -np.ones((n, K), np.int64)
+    cj = np.zeros((n, K, 6))
+    cw = np.zeros((n, K, 6))
+    cnt = np.zeros(n, np.int64)
+    for c in range(n):
         r = rows[c]
         for k in range(K):
             b = bodies[r, k]
-            if b >= 0:
-                lb = local[b]
-                if lb >= 0:
-                    for j in range(6):
-                        out[c, 6 * lb + j] += jac[r, k, j]
-    return out
-
-
-@njit(cache=True)
-def _times_minv(Jt, Minv):
-    """(J^T M^-1) for row-stored J^T (m, 6 nb) and block-diagonal symmetric M^-1 (nb, 6, 6)."""
-    m = Jt.shape[0]
-    out = np.zeros_like(Jt)
-    for b in range(Minv.shape[0]):
-        for r in range(m):
+            if b < 0:
+                continue
+            lb = local[b]
+            if lb < 0:
+                continue
+            e = -1
+            for x in range(cnt[c]):
+                if cb[c, x] == lb:
+                    e = x
+                    break
+            if e < 0:
+                e = cnt[c]
+                cb[c, e] = lb
+                cnt[c] += 1
+            for j in range(6):
+                cj[c, e, j] += jac[r, k, j]
+        for e in range(cnt[c]):
+            lb = cb[c, e]
             for i in range(6):
-                s = 0.0
+                t = 0.0
                 for j in range(6):
-                    s += Jt[r, 6 * b + j] * Minv[b, j, i]
-                out[r, 6 * b + i] = s
+                    t += Minv[lb, i, j] * cj[c, e, j]
+                cw[c, e, i] = t
+    return cb, cj, cw, cnt
+
+
+@njit(cache=True)
+def _row_order(local, bodies, rows):
+    """Order of the equality rows by their last island body (then as given): rows of one finger or
+    chain end up together, so A = J^T M^-1 J is nearly block diagonal and its envelope small."""
+    n = rows.shape[0]
+    key = np.empty(n, np.int64)
+    for c in range(n):
+        mx = 0
+        for k in range(bodies.shape[1]):
+            b = bodies[rows[c], k]
+            if b >= 0 and local[b] >= 0:
+                mx = max(mx, local[b])
+        key[c] = mx * (n + 1) + c
+    return np.argsort(key)
+
+
+@njit(cache=True)
+def _by_body(cb, cnt, nb):
+    """For each island body the (row, entry) pairs that touch it: CSR arrays (start, row, entry)."""
+    start = np.zeros(nb + 1, np.int64)
+    for c in range(cb.shape[0]):
+        for e in range(cnt[c]):
+            start[cb[c, e] + 1] += 1
+    for b in range(nb):
+        start[b + 1] += start[b]
+    fill = start[:-1].copy()
+    rr = np.empty(start[nb], np.int64)
+    ee = np.empty(start[nb], np.int64)
+    for c in range(cb.shape[0]):
+        for e in range(cnt[c]):
+            b = cb[c, e]
+            rr[fill[b]] = c
+            ee[fill[b]] = e
+            fill[b] += 1
+    return start, rr, ee
+
+
+@njit(cache=True)
+def _product(nb, sA, rA, eA, cjA, sB, rB, eB, cwB, nA, nB):
+    """(nA, nB) matrix A^T M^-1 B from the compact rows, summing over shared bodies only."""
+    out = np.zeros((nA, nB))
+    for b in range(nb):
+        for x in range(sA[b], sA[b + 1]):
+            a, k = rA[x], eA[x]
+            for y in range(sB[b], sB[b + 1]):
+                c, l = rB[y], eB[y]
+                t = 0.0
+                for j in range(6):
+                    t += cjA[a, k, j] * cwB[c, l, j]
+                out[a, c] += t
     return out
 
 
 @njit(cache=True)
-def _chol_inv(A):
-    """Inverse of the lower Cholesky factor of SPD ``A`` (small); ok=False if not positive definite."""
+def _env_chol(A):
+    """Cholesky factor L of SPD ``A`` within A's envelope (row i's first nonzero f[i]: constraint
+    rows of different fingers or bodies do not couple, so most of L is never touched).
+    Returns (L, f, ok)."""
     n = A.shape[0]
+    f = np.empty(n, np.int64)
+    for i in range(n):
+        f[i] = i
+        for j in range(i):
+            if A[i, j] != 0.0:
+                f[i] = j
+                break
     L = np.zeros((n, n))
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not (s > 0.0):
-            return L, False
-        d = np.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, n):
+    for i in range(n):
+        fi = f[i]
+        for j in range(fi, i):
             t = A[i, j]
-            for k in range(j):
+            for k in range(max(fi, f[j]), j):
                 t -= L[i, k] * L[j, k]
-            L[i, j] = t / d
-    Li = np.zeros((n, n))
-    for j in range(n):
-        Li[j, j] = 1.0 / L[j, j]
-        for i in range(j + 1, n):
-            t = 0.0
-            for k in range(j, i):
-                t -= L[i, k] * Li[k, j]
-            Li[i, j] = t / L[i, i]
-    return Li, True
+            L[i, j] = t / L[j, j]
+        d = A[i, i]
+        for k in range(fi, i):
+            d -= L[i, k] * L[i, k]
+        if not (d > 0.0):
+            return L, f, False
+        L[i, i] = np.sqrt(d)
+    return L, f, True
 
 
 @njit(cache=True)
 def _factor(A):
-    """L^-1 of A; a tiny diagonal (1e-12 of the largest entry) when redundant rows make A singular."""
-    Li, ok = _chol_inv(A)
+    """Envelope Cholesky of A; a tiny diagonal (1e-12 of the largest entry) when redundant rows
+    make A singular (e.g. a closed loop of fixed joints)."""
+    L, f, ok = _env_chol(A)
     if not ok:
         B = A.copy()
         big = max(1.0, np.abs(A).max())
         for i in range(A.shape[0]):
             B[i, i] += 1e-12 * big
-        Li, ok = _chol_inv(B)
-    return Li, ok
+        L, f, ok = _env_chol(B)
+    return L, f, ok
+
+
+@njit(cache=True)
+def _forward(L, f, y):
+    """y <- L^-1 y (in place); rows whose envelope lies beyond y's last nonzero stay zero."""
+    last = -1
+    for i in range(y.shape[0]):
+        t = y[i]
+        if t == 0.0 and f[i] > last:
+            continue
+        for k in range(f[i], i):
+            t -= L[i, k] * y[k]
+        y[i] = t / L[i, i]
+        if y[i] != 0.0:
+            last = i
+
+
+@njit(cache=True)
+def _backward(L, f, y):
+    """y <- L^-T y (in place)."""
+    for i in range(y.shape[0] - 1, -1, -1):
+        y[i] /= L[i, i]
+        xi = y[i]
+        for k in range(f[i], i):
+            y[k] -= L[i, k] * xi
+
+
+@njit(cache=True)
+def _solve(L, f, b):
+    y = b.copy()
+    _forward(L, f, y)
+    _backward(L, f, y)
+    return y
+
+
+@njit(cache=True)
+def _rows_times(cb, cj, cnt, x):
+    """J^T x: each compact row's value at the island velocity vector x (6 nb,)."""
+    n = cb.shape[0]
+    out = np.zeros(n)
+    for c in range(n):
+        t = 0.0
+        for e in range(cnt[c]):
+            o = 6 * cb[c, e]
+            for j in range(6):
+                t += cj[c, e, j] * x[o + j]
+        out[c] = t
+    return out
+
+
+@njit(cache=True)
+def _add_weighted(cb, cw, cnt, coef, x):
+    """x += M^-1 J coef (sum of each row's M^-1 entry times its coefficient)."""
+    for c in range(cb.shape[0]):
+        a = coef[c]
+        if a == 0.0:
+            continue
+        for e in range(cnt[c]):
+            o = 6 * cb[c, e]
+            for j in range(6):
+                x[o + j] += a * cw[c, e, j]
 
 
 @njit(cache=True)
@@ -128,24 +252,28 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
     friction rows (``u`` per contact, contact-major).  Outputs are written into the ``*_out`` arrays
     (``z_out``/``basis_out`` sized to the LCP).  Returns (status, lcp size, pivots, level used)."""
     nv = aM.shape[0]
+    nbi = nv // 6
     ne = eq_rows.shape[0]
     # eliminate the equality rows (eq. 17 and the first two block rows of eq. 20)
-    Jt = _rows_dense(local, bodies, jac, eq_rows, nv)
-    Wt = _times_minv(Jt, Minv)                       # (M^-1 J)^T
-    Li = np.zeros((0, 0))
+    perm = _row_order(local, bodies, eq_rows)
+    eq_p = eq_rows[perm]
+    eb, ej, ew, ecnt = _compact(local, bodies, jac, eq_p, Minv)
+    es, er, ee = _by_body(eb, ecnt, nbi)
+    A = _product(nbi, es, er, ee, ej, es, er, ee, ew, ne, ne)          # J^T M^-1 J
+    Araw = A.copy()
+    L = np.zeros((0, 0))
+    fL = np.zeros(0, np.int64)
     c_free = np.zeros(ne)
     v_free = aM.copy()
     if ne:
-        A = Jt @ Wt.T
         for i in range(ne):
-            A[i, i] += comp[eq_rows[i]]
-        Li, ok = _factor(A)
-        r = np.empty(ne)
-        Ja = Jt @ aM
+            A[i, i] += comp[eq_p[i]]
+        L, fL, ok = _factor(A)
+        r = _rows_times(eb, ej, ecnt, aM)
         for i in range(ne):
-            r[i] = rhs[eq_rows[i]] - Ja[i]
-        c_free = Li.T @ (Li @ r)
-        v_free += Wt.T @ c_free
+            r[i] = rhs[eq_p[i]] - r[i]
+        c_free = _solve(L, fL, r)
+        _add_weighted(eb, ew, ecnt, c_free, v_free)
     nl = lim_rows.shape[0] + nrm_rows.shape[0]
     nfr = fr_rows.shape[0]
     nc = nrm_rows.shape[0]
@@ -155,22 +283,44 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
     status = OK
     if nl == 0:
         v_out[:] = v_free
-        ce_out[:] = c_free
+        for i in range(ne):
+            ce_out[perm[i]] = c_free[i]
     else:
         rows = np.concatenate((lim_rows, nrm_rows, fr_rows))
         nh = nl + nfr
-        Ht = _rows_dense(local, bodies, jac, rows, nv)
-        Yt = _times_minv(Ht, Minv)                   # (M^-1 H)^T
-        G = Ht @ Yt.T
+        hb, hj, hw, hcnt = _compact(local, bodies, jac, rows, Minv)
+        hs, hr, he = _by_body(hb, hcnt, nbi)
+        G = _product(nbi, hs, hr, he, hj, hs, hr, he, hw, nh, nh)      # H^T M^-1 H
         if ne:
-            WH = Wt @ Ht.T                           # J^T M^-1 H  (ne, nh)
-            X = Li @ WH
-            G -= X.T @ X
+            X = _product(nbi, es, er, ee, ej, hs, hr, he, hw, ne, nh)  # J^T M^-1 H
+            # X <- L^-1 X column by column; G -= X^T X over each pair's common nonzero range
+            lo = np.empty(nh, np.int64)
+            hi = np.empty(nh, np.int64)
+            col = np.empty(ne)
+            for c in range(nh):
+                for i in range(ne):
+                    col[i] = X[i, c]
+                _forward(L, fL, col)
+                lo[c], hi[c] = ne, -1
+                for i in range(ne):
+                    X[i, c] = col[i]
+                    if col[i] != 0.0:
+                        lo[c] = min(lo[c], i)
+                        hi[c] = i
+            Xt = np.ascontiguousarray(X.T)
+            for a in range(nh):
+                for c in range(a, nh):
+                    t = 0.0
+                    for i in range(max(lo[a], lo[c]), min(hi[a], hi[c]) + 1):
+                        t += Xt[a, i] * Xt[c, i]
+                    G[a, c] -= t
+                    if c != a:
+                        G[c, a] -= t
         m = nh + (nc if nfr else 0)
         Mlcp = np.zeros((m, m))
         Mlcp[:nh, :nh] = G
         qlcp = np.zeros(m)
-        Hv = Ht @ v_free
+        Hv = _rows_times(hb, hj, hcnt, v_free)
         for i in range(nh):
             qlcp[i] = Hv[i] + (rhs[rows[i]] if i < nl else 0.0)
         nlim = lim_rows.shape[0]
@@ -214,15 +364,16 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                 status = OK
                 break
         if status == OK:
-            Hz = Ht.T @ z[:nh]
-            dv = Yt.T @ z[:nh]                       # M^-1 H z
+            dv = np.zeros(nv)
+            _add_weighted(hb, hw, hcnt, z[:nh], dv)                     # M^-1 H z
             ce = c_free.copy()
             if ne:
-                c_extra = -(Li.T @ (Li @ (Wt @ Hz)))
-                dv += Wt.T @ c_extra
+                c_extra = -_solve(L, fL, _rows_times(eb, ej, ecnt, dv))
+                _add_weighted(eb, ew, ecnt, c_extra, dv)
                 ce += c_extra
             v_out[:] = v_free + dv
-            ce_out[:] = ce
+            for i in range(ne):
+                ce_out[perm[i]] = ce[i]
             z_out[:m] = z
             basis_out[:m] = zb
     # post-stabilisation: the smallest mass-weighted displacement removing the hard joint errors
@@ -232,13 +383,24 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
         for i in range(n_hard):
             big = max(big, abs(hard_err[i]))
         if big > 1e-13:
-            Jh = Jt[:n_hard]
-            Wh = Wt[:n_hard]
-            A = Jh @ Wh.T
-            big = max(1.0, np.abs(A).max())
+            hp = np.empty(n_hard, np.int64)        # positions of the hard rows in the row order
+            nhp = 0
+            for i in range(ne):
+                if perm[i] < n_hard:
+                    hp[nhp] = i
+                    nhp += 1
+            Ah = np.empty((n_hard, n_hard))
+            for a in range(n_hard):
+                for c in range(n_hard):
+                    Ah[a, c] = Araw[hp[a], hp[c]]
+            big = max(1.0, np.abs(Ah).max())
             for i in range(n_hard):
-                A[i, i] += 1e-12 * big
-            Lh, ok = _chol_inv(A)
+                Ah[i, i] += 1e-12 * big
+            Lh, fh, ok = _env_chol(Ah)
             if ok:
-                dx_out[:] = Wh.T @ (Lh.T @ (Lh @ (-hard_err)))
+                err = np.empty(n_hard)
+                for a in range(n_hard):
+                    err[a] = -hard_err[perm[hp[a]]]
+                ch = _solve(Lh, fh, err)
+                _add_weighted(eb[hp], ew[hp], ecnt[hp], ch, dx_out)
     return status, m, pivots, level
