@@ -38,17 +38,27 @@ def mug() -> trimesh.Trimesh:
 
 
 def handset() -> trimesh.Trimesh:
-    """A phone handset: a 150 mm x 40 mm grip bar standing 35 mm high on an ear piece and a mouth piece."""
-    bar = trimesh.creation.box(extents=(0.150, 0.040, 0.018))
-    bar.apply_translation([0, 0, 0.044])
+    """A classic desk-phone handset lying on its ear and mouth pieces (frame: middle of the resting plane).
+
+    The grip is a 150 mm bar, 40 mm wide and 25 mm thick, with a flat back on top and its lower
+    edges rounded to a 10 mm radius; its underside is 67 mm above the resting plane.  It stands on
+    two flared legs (the convex hull of the bar's end and a 52 mm ear or mouth cap, 12 mm high,
+    centred 85 mm either side).  The legs start 55 mm from the middle, clear of the Barrett hand's
+    fingers, so the grip's middle is open underneath: the fingers can reach under it.
+    """
+    w, t, rb, hb = 0.040, 0.025, 0.010, 0.067         # grip width, thickness, edge radius, underside height
+    length, x_leg, x_cap, r_cap, h_cap = 0.150, 0.055, 0.085, 0.026, 0.012
+    n = 8
+    arc = lambda yc, a0: [(yc + rb * np.cos(a), rb + rb * np.sin(a)) for a in a0 + np.linspace(0, -np.pi / 2, n + 1)]
+    section = [(-w / 2, t), (w / 2, t)] + arc(w / 2 - rb, 0.0) + arc(-w / 2 + rb, -np.pi / 2)
+    bar = trimesh.convex.convex_hull(np.array([(x, y, z + hb) for x in (-length / 2, length / 2) for y, z in section]))
     parts = [bar]
+    ang = np.linspace(0, 2 * np.pi, 48, endpoint=False)
     for sx in (-1, 1):
-        cup = trimesh.creation.box(extents=(0.050, 0.055, 0.048))
-        cup.apply_translation([sx * 0.085, 0, 0.024 + 0.005])
-        parts.append(cup)
-    m = trimesh.boolean.union(parts, engine="manifold")
-    m.apply_translation([0, 0, -m.bounds[0, 2]])  # resting face at z = 0
-    return m
+        pts = [(sx * x, y, z + hb) for x in (x_leg, length / 2) for y, z in section]
+        pts += [(sx * x_cap + r_cap * np.cos(a), r_cap * np.sin(a), z) for a in ang for z in (0.0, h_cap)]
+        parts.append(trimesh.convex.convex_hull(np.array(pts)))
+    return trimesh.boolean.union(parts, engine="manifold")
 
 
 def flask() -> trimesh.Trimesh:
