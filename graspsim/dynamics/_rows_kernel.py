@@ -275,8 +275,14 @@ def mass_terms(mass, inertia_L, q, v, k, h):
     Minv = np.zeros((n, 6, 6))
     aM = np.empty((n, 6))
     for i in range(n):
-        RI = R[i] @ inertia_L[i]
-        I = RI @ R[i].T
+        I = np.zeros((3, 3))
+        for a in range(3):
+            for b in range(3):
+                t = 0.0
+                for c in range(3):
+                    for d in range(3):
+                        t += R[i, a, c] * inertia_L[i, c, d] * R[i, b, d]
+                I[a, b] = t
         I_W[i] = I
         w0, w1, w2 = v[i, 3], v[i, 4], v[i, 5]
         L0 = I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2
@@ -285,7 +291,21 @@ def mass_terms(mass, inertia_L, q, v, k, h):
         k[i, 3] -= w1 * L2 - w2 * L1
         k[i, 4] -= w2 * L0 - w0 * L2
         k[i, 5] -= w0 * L1 - w1 * L0
-        Ii = np.linalg.inv(I)
+        # inverse of the symmetric positive definite 3x3 inertia by cofactors
+        c00 = I[1, 1] * I[2, 2] - I[1, 2] * I[2, 1]
+        c01 = I[1, 2] * I[2, 0] - I[1, 0] * I[2, 2]
+        c02 = I[1, 0] * I[2, 1] - I[1, 1] * I[2, 0]
+        det = I[0, 0] * c00 + I[0, 1] * c01 + I[0, 2] * c02
+        Ii = np.empty((3, 3))
+        Ii[0, 0] = c00 / det
+        Ii[1, 0] = c01 / det
+        Ii[2, 0] = c02 / det
+        Ii[0, 1] = (I[0, 2] * I[2, 1] - I[0, 1] * I[2, 2]) / det
+        Ii[1, 1] = (I[0, 0] * I[2, 2] - I[0, 2] * I[2, 0]) / det
+        Ii[2, 1] = (I[0, 1] * I[2, 0] - I[0, 0] * I[2, 1]) / det
+        Ii[0, 2] = (I[0, 1] * I[1, 2] - I[0, 2] * I[1, 1]) / det
+        Ii[1, 2] = (I[0, 2] * I[1, 0] - I[0, 0] * I[1, 2]) / det
+        Ii[2, 2] = (I[0, 0] * I[1, 1] - I[0, 1] * I[1, 0]) / det
         for a in range(3):
             Minv[i, a, a] = 1.0 / mass[i]
             aM[i, a] = v[i, a] + h * k[i, a] / mass[i]

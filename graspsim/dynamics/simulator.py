@@ -329,20 +329,20 @@ class Simulator:
         # constraint rows: joints (eq. 7, 16), coupled DOFs, joint limits (eq. 9), contacts (eq. 3-6)
         eq = self._equality_rows(F, com_W, V)
         coup = self._coupling_rows(st, rate_ext, jq, s)
-        hard = Rows.concat([eq, coup])
-        hard_err = hard.rhs.copy()                       # position errors (m, rad)
-        hard.rhs = -self.gamma * hard_err / h            # eq. (16)
-        soft = Rows.concat([drive_rows, damp_rows])
+        hard_err = np.concatenate([eq.rhs, coup.rhs])     # position errors (m, rad)
+        for r in (eq, coup):
+            r.rhs = -self.gamma * r.rhs / h                 # eq. (16)
         limits = self._limit_rows(st, rate_ext, jq, h)
         normals, frictions = self._contact_rows(contacts, com_W, h, V)
         if self.restitution and contacts is not None:
             normals.rhs = np.minimum(normals.rhs, self._restitution_bias(contacts, s.v, com_W))
         if V is not None:   # kinematic bodies' motion: equality targets shift, inequality biases grow
-            hard.rhs = hard.rhs - hard.constant()
-            soft.rhs = soft.rhs - soft.constant()
-            limits.rhs = limits.rhs + limits.constant()
-            normals.rhs = normals.rhs + normals.constant()
-            frictions.rhs = frictions.rhs + frictions.constant()
+            for r in (eq, coup, drive_rows, damp_rows):
+                r.rhs = r.rhs - r.constant()
+            for r in (limits, normals, frictions):
+                r.rhs = r.rhs + r.constant()
+        # rows by kind: hard equality, soft equality (drives, viscous friction), limits, normals, friction
+        kinds = ((eq, coup), (drive_rows, damp_rows), (limits,), (normals,), (frictions,))
         if tm is not None:
             tm["assembly"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
         # 9: islands
@@ -350,8 +350,7 @@ class Simulator:
         # 10: per island: free step, equality system or mixed LCP
         # block inverse masses (m I, I_W at the new orientation), the gyroscopic term, M^-1 (M v + h k)
         _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, q1, s.v, k, h_eff)
-        v_new, impulses, info = self._solve_islands(labels, n_isl, Minv, a_over_M, h_eff, hard, hard_err, soft,
-                                                    limits, normals, frictions, mu, contacts)
+        v_new, impulses, info = self._solve_islands(labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts)
         if tm is not None:
             tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
         if not (np.all(np.isfinite(v_new)) and np.all(np.isfinite(c1)) and np.all(np.isfinite(q1))):
@@ -719,20 +718,19 @@ class Simulator:
             sa, sb = self.bodies.slot[contacts.body_a], self.bodies.slot[contacts.body_b]
         return RK.islands(np.asarray(self._comp, np.int64), int(self._ncomp), sa, sb)
 
-    def _solve_islands(self, labels, n_isl, Minv, a_over_M, h, hard: Rows, hard_err, soft: Rows, limits: Rows,
-                       normals: Rows, frictions: Rows, mu, contacts):
+    def _solve_islands(self, labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts):
+        """Step 10 for every island.  ``kinds``: row blocks grouped as (hard equality, soft equality,
+        joint limits, contact normals, friction directions)."""
         nb = len(self.bodies)
         v_new = np.empty_like(a_over_M)
-        # every row in one block; rows grouped by (island, kind) with a stable sort so friction rows
-        # stay contact-major and equality rows hard-before-soft
-        blocks = (hard, soft, limits, normals, frictions)
-        sizes = [len(b) for b in blocks]
-        allr = Rows.concat(list(blocks))
+        # every row in one block; rows grouped by (island, kind) keeping their order, so friction
+        # rows stay contact-major and equality rows hard-before-soft
+        sizes = [sum(len(b.rhs) for b in grp) for grp in kinds]
+        allr = Rows.concat([b for grp in kinds for b in grp])
         row_order, rb = RK.partition_rows(allr.bodies, labels, np.array(sizes, np.int64), n_isl)
         off_n = sizes[0] + sizes[1] + sizes[2]
-        k_contacts = len(normals)
-        impulses = np.zeros((k_contacts, 3))
-        hard_impulse = np.zeros(len(hard))
+        impulses = np.zeros((sizes[3], 3))
+        hard_impulse = np.zeros(sizes[0])
         dx = np.zeros((nb, 6))
         lcp_sizes, pivots = [], 0
         order = np.argsort(labels, kind="stable")
