@@ -71,6 +71,7 @@ class Experiment:
     final: Stage | None = None
     duration: float = 0.0
     wall: float = 0.0
+    max_force: float = 0.0            # largest single contact force during the run (N)
 
 
 def run_experiment(duration: float = 3.0, times=TIMES) -> Experiment:
@@ -101,6 +102,9 @@ def run_experiment(duration: float = 3.0, times=TIMES) -> Experiment:
     t0 = time.perf_counter()
     while sim.time < duration - 1e-9:
         sim.step(ctl)
+        f = sim.contact_forces
+        if len(f):
+            ex.max_force = max(ex.max_force, float(np.linalg.norm(f, axis=1).max()))
         if pending and sim.time >= pending[0] - 1e-9:
             ex.stages.append(stage())
             pending.pop(0)
@@ -215,13 +219,17 @@ the thumb side rolls up about the knuckles' edge by about 6 deg; the grip's cent
 the proximal links (from below, on both sides) and the knuckles (from above): force closure, with the
 same contacts at 1.9, 2.2 and 2.7 s.
 
-**Caveat on the forces at 1.9 and 2.2 s.**  When all three clutches break away with the handset
-wedged between the locked proximal joints and the knuckles, the simulator reports internal contact
-forces of up to ~28 kN right after the break (1.36 s), decaying roughly exponentially (time constant
-~0.2 s) to a few newtons by 2.7 s, while the handset does not move (its net contact force is its
-weight, 2.45 N, throughout).  These are an artefact of the rigid loop (joint locks plus contacts), not
-the drives: the PD efforts are limited to 2.5 and 5 N m.  The force-closure verdicts and epsilons do
-not depend on the forces.
+**Forces after the break.**  Once the clutches break away the handset is wedged between the held
+proximal joints and the knuckles: a closed loop, so the contact forces are internal forces set by
+how stiff the hold is.  The hold is the Barrett's non-backdrivable gear, modelled as a stiff
+implicit spring-damper on the proximal joint (100 times the DOF's kp and kd: 1e4 N m/rad, so a
+finger's 2.5 N m turns it 0.25 mrad; `LOCK_GAIN` in `graspsim/dynamics/simulator.py`).  An earlier
+version held the joint rigidly; then the contacts' error correction (towards half the contact
+threshold) could not be met inside the rigid loop and the contact compliance alone set the force:
+up to ~28 kN for a 10 um mismatch.  With the gear's stiffness the largest contact force is about
+130 N (the thumb's proximal link; 2.5-5 N m drives on 20-40 mm levers) while the net force on the
+handset is its weight.  The force-closure verdicts and epsilons
+do not depend on these forces.
 
 """
 FOOTER = ""

@@ -40,6 +40,9 @@ from .rows import Rows, cross, linear_row
 
 REV_LIMIT_TOL = np.radians(0.1)   # joint-limit search tolerance, revolute (rad)
 PRI_LIMIT_TOL = 1e-4              # prismatic (m)
+#: the gear holding the proximal joint of a broken-away DOF: LOCK_GAIN times the DOF's kp and kd
+#: (Barrett: 1e4 N m/rad, so the 2.5 N m of a finger deflects it 0.25 mrad)
+LOCK_GAIN = 100.0
 
 
 @dataclass
@@ -328,7 +331,7 @@ class Simulator:
                                len(self.bodies))
         # constraint rows: joints (eq. 7, 16), coupled DOFs, joint limits (eq. 9), contacts (eq. 3-6)
         eq = self._equality_rows(F, com_W, V)
-        coup = self._coupling_rows(st, rate_ext, jq, s)
+        coup, hold = self._coupling_rows(st, rate_ext, jq, s, h)
         hard_err = np.concatenate([eq.rhs, coup.rhs])     # position errors (m, rad)
         for r in (eq, coup):
             r.rhs = -self.gamma * r.rhs / h                 # eq. (16)
@@ -337,12 +340,12 @@ class Simulator:
         if self.restitution and contacts is not None:
             normals.rhs = np.minimum(normals.rhs, self._restitution_bias(contacts, s.v, com_W))
         if V is not None:   # kinematic bodies' motion: equality targets shift, inequality biases grow
-            for r in (eq, coup, drive_rows, damp_rows):
+            for r in (eq, coup, drive_rows, damp_rows, hold):
                 r.rhs = r.rhs - r.constant()
             for r in (limits, normals, frictions):
                 r.rhs = r.rhs + r.constant()
         # rows by kind: hard equality, soft equality (drives, viscous friction), limits, normals, friction
-        kinds = ((eq, coup), (drive_rows, damp_rows), (limits,), (normals,), (frictions,))
+        kinds = ((eq, coup), (drive_rows, damp_rows, hold), (limits,), (normals,), (frictions,))
         if tm is not None:
             tm["assembly"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
         # 9: islands
@@ -359,7 +362,9 @@ class Simulator:
         # post-stabilisation of the joints: project the new positions back onto the constraints
         c1, q1 = self._displace(c1, q1, info.pop("dx"))
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
-        broken, lock = self._update_breakaway(st, info.pop("hard_impulse")[len(eq):], h_eff, jq, cmd, s)
+        c_imp = np.zeros(len(st.c_idx))       # impulses of the coupling rows (none for the holds)
+        c_imp[st.c_hard] = info.pop("hard_impulse")[len(eq):]
+        broken, lock = self._update_breakaway(st, c_imp, h_eff, jq, cmd, s)
         self.state = SimState(s.time + h_eff, c1, q1, v_new, jq, broken, lock, s.steps + 1)
         self._ext[:] = 0.0
         self.info = StepInfo(h=h_eff, fraction=frac, contacts=contacts, contact_impulse=impulses,
@@ -457,6 +462,9 @@ class Simulator:
         S.c_coef = np.array(c_coef).reshape(-1, 2)
         S.c_kappa, S.c_dof, S.c_lock = np.array(c_kappa), np.array(c_dof, dtype=np.int64), np.array(c_lock, bool)
         S.limit_cand = np.flatnonzero(limit_cand)
+        # coupling rows that stay hard (see _coupling_rows: holds of DOFs with gains are soft)
+        S.c_hard = ~(S.c_lock & ((LOCK_GAIN * (self.ds.kp + self.ds.kd))[S.c_dof] > 0)) if len(S.c_dof) else \
+            np.zeros(0, bool)
         S.lim_lo, S.lim_hi = js.limits[S.limit_cand, 0], js.limits[S.limit_cand, 1]
         S.lim_tol = np.where(js.kind[S.limit_cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
         cache[key] = S
@@ -650,14 +658,32 @@ class Simulator:
         return self._gather(rate_ext, idx[:, None], np.ones((len(idx), 1)), np.zeros(len(idx)),
                             1.0 / (h * self.js.viscous[idx]))
 
-    def _coupling_rows(self, st, rate_ext: Rows, jq, s: SimState) -> Rows:
-        """Coupled joints of one DOF: rate_k - rho rate_0 = 0 (rhs = position error); a broken-away
-        DOF instead holds its proximal joint where it broke (rhs = its drift)."""
+    def _coupling_rows(self, st, rate_ext: Rows, jq, s: SimState, h: float) -> tuple[Rows, Rows]:
+        """Coupled joints of one DOF: rate_k - rho rate_0 = 0 (hard rows, rhs = position error); a
+        broken-away DOF instead holds its proximal joint where it broke.
+
+        The hold is the non-backdrivable gear, modelled as a stiff implicit spring-damper
+        (LOCK_GAIN times the DOF's kp and kd; a soft row like the PD drive's), not a rigid row: with
+        a rigid hold, an object wedged between locked links and the palm closes a rigid loop in
+        which the contacts' error correction (towards half the contact threshold) cannot be met,
+        and the contact compliance alone would set the force (tens of kN for 10 um).  A DOF
+        without gains keeps a rigid hold.  Returns (hard rows, soft hold rows)."""
         if not len(st.c_idx):
-            return Rows.empty()
+            return Rows.empty(), Rows.empty()
         jq_ext = np.concatenate([jq, [0.0]])
         err = np.einsum("rm,rm->r", st.c_coef, jq_ext[st.c_idx]) - np.where(st.c_lock, s.lock[st.c_dof], st.c_kappa)
-        return self._gather(rate_ext, st.c_idx, st.c_coef, err)
+        rows = self._gather(rate_ext, st.c_idx, st.c_coef, err)
+        if not st.c_lock.any():
+            return rows, Rows.empty()
+        d = st.c_dof
+        c = h * LOCK_GAIN * self.ds.kp[d] + LOCK_GAIN * self.ds.kd[d]
+        soft = st.c_lock & (c > 0)
+        hold = rows.select(soft)
+        cs = c[soft]
+        # s+ + C lambda = eps with C = 1 / (h c), eps = k (q_lock - q) / c  (as the PD drive rows)
+        hold.rhs = -LOCK_GAIN * self.ds.kp[d[soft]] * err[soft] / cs
+        hold.comp = 1.0 / (h * cs)
+        return rows.select(~soft), hold
 
     def _limit_rows(self, st, rate_ext: Rows, jq, h) -> Rows:
         js = self.js
