@@ -30,7 +30,6 @@ import graspsim
 from graspsim.gui.script import ScriptError, parse_script
 from graspsim.gui.session import Session
 
-from test_gui_window import xdisplay  # noqa: F401  (the private Xvfb of the window tests)
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "tests" / "models" / "gui_pull.yaml"
@@ -230,7 +229,7 @@ def test_script_commands_for_pull_and_push_parse_and_check():
 # -- the window, scripted --------------------------------------------------------------------------------
 
 @pytest.fixture
-def viewer(xdisplay):  # noqa: F811
+def viewer(xdisplay):
     from graspsim.gui import open_viewer
 
     made = []
