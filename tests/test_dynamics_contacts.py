@@ -187,3 +187,25 @@ def test_restitution_bounce_ratio(restitution):
     apex = zs[i:i + 120].max()
     # e^2 h0 = 50 mm; the discrete step (h = 2.5 ms) overshoots the apex by a few percent
     assert apex == pytest.approx(0.25 * 0.2, rel=0.05)
+
+
+def test_a_touching_pair_moving_into_contact_does_not_stall_time(tmp_path):
+    """A box whose face touches the table at 1e-12 m (inside the contact threshold, not
+    interpenetrating) moving down at 0.1 m/s: nearly every fraction of the trial move
+    interpenetrates, so the impact search ends at (or next to) fraction 0.  That is a contact
+    already (its rows stop the box): at most one step may be cut short, and time must go on (a
+    search ending at exactly 0 used to give 1e-9 s steps forever: the 20-box drop stalled so)."""
+    (tmp_path / "w.yaml").write_text(
+        "world: touch\nobjects:\n"
+        f"  - {{name: box, file: {ROOT / 'objects/cube.yaml'}, pose: {{xyz: [0, 0, {0.03 + 1e-12!r}]}}}}\n"
+        f"obstacles:\n  - {{name: table, file: {ROOT / 'objects/table.yaml'}}}\n")
+    sim = Simulator(graspsim.load_world(tmp_path / "w.yaml"))
+    st = sim.save_state()
+    st.v[0, 2] = -0.1
+    sim.restore_state(st)
+    for _ in range(20):
+        sim.step()
+    assert sim.time >= 19 * sim.dt
+    # the contact rows stopped it: at most one step's travel (0.25 mm) of overlap, then pushed out
+    assert sim.body_pose("box")[2, 3] > 0.03 - 0.1 * sim.dt - 1e-9
+    assert abs(sim.body_velocity("box")[2]) < 0.1

@@ -521,12 +521,18 @@ class Simulator:
 
         move = lambda f: self._poses(*RK.integrate(s.c, s.q, s.v, f * h))
         try:
-            return localize_impact(move, PairView(model, new), threshold=self.threshold), False
+            frac = localize_impact(move, PairView(model, new), threshold=self.threshold)
         except CollisionError:
             # the pair already touches (separation ~0) at the start of the step, so no fraction
             # puts it in (0, threshold]: it is a contact already -- let its rows (with error
             # correction) handle it rather than stop time
             return 1.0, False
+        if frac <= 0.0:
+            # a pair touching at the start (separation ~0, e.g. a point dropped from a contact
+            # region) that penetrates at every fraction > 0: it is a contact already.  Stepping
+            # 0 s (floored to 1 ns) would repeat this step forever; its rows handle it instead.
+            return 1.0, False
+        return frac, False
 
     def _max_displacement(self, s: SimState, h: float) -> float:
         """Upper bound (m) on how far any point of any moving body travels in this step."""
