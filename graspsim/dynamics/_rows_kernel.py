@@ -548,3 +548,55 @@ def limit_rows(cand, lo, hi, tol, jq, rbodies, rjac, gain):
             rhs[r] = gain * min(margin, 0.0)
             r += 1
     return bodies[:r], jac[:r], rhs[:r]
+
+
+@njit(cache=True)
+def max_travel(v, radius, h):
+    """Upper bound (m) on how far any point of any body moves in h: (|v| + |omega| r) h."""
+    out = 0.0
+    for i in range(v.shape[0]):
+        lin = np.sqrt(v[i, 0] ** 2 + v[i, 1] ** 2 + v[i, 2] ** 2)
+        ang = np.sqrt(v[i, 3] ** 2 + v[i, 4] ** 2 + v[i, 5] ** 2)
+        out = max(out, lin + ang * radius[i])
+    return out * h
+
+
+@njit(cache=True)
+def all_finite(a, b, c):
+    """True when the three arrays hold only finite numbers."""
+    for x in (a.ravel(), b.ravel(), c.ravel()):
+        for i in range(x.shape[0]):
+            if not np.isfinite(x[i]):
+                return False
+    return True
+
+
+@njit(cache=True)
+def limit_crossed(cand, lo, hi, tol, prev, jq):
+    """Did a joint that was inside its limits (up to tol) end beyond one (by more than tol)?"""
+    for i in range(cand.shape[0]):
+        p, q = prev[cand[i]], jq[cand[i]]
+        if p >= lo[i] - tol[i] and p <= hi[i] + tol[i] and (q < lo[i] - tol[i] or q > hi[i] + tol[i]):
+            return True
+    return False
+
+
+@njit(cache=True)
+def contact_impulses(z, nlim, cidx, normal, t1, t2, u):
+    """(k, 3) impulse of each of an island's contacts from its LCP solution z = [limits, c_n, beta,
+    lambda]: c_n n + sum_d beta_d (cos a_d t1 + sin a_d t2), a_d = 2 pi d / u (eq. 4)."""
+    k = cidx.shape[0]
+    out = np.empty((k, 3))
+    for i in range(k):
+        c = cidx[i]
+        cn = z[nlim + i]
+        bc = 0.0
+        bs = 0.0
+        for d in range(u):
+            b = z[nlim + k + i * u + d]
+            a = 2.0 * np.pi * d / u
+            bc += b * np.cos(a)
+            bs += b * np.sin(a)
+        for j in range(3):
+            out[i, j] = cn * normal[c, j] + bc * t1[c, j] + bs * t2[c, j]
+    return out

@@ -356,7 +356,7 @@ class Simulator:
         v_new, impulses, info = self._solve_islands(labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts)
         if tm is not None:
             tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
-        if not (np.all(np.isfinite(v_new)) and np.all(np.isfinite(c1)) and np.all(np.isfinite(q1))):
+        if not RK.all_finite(v_new, c1, q1):
             raise SimulationError(f"non-finite state after the step at t = {s.time:.6f} s "
                                   f"(h = {h_eff:.3g} s); the state before the step is kept")
         # post-stabilisation of the joints: project the new positions back onto the constraints
@@ -540,9 +540,7 @@ class Simulator:
             return 0.0 if not self._kinematic else np.inf
         if self._kinematic:
             return np.inf
-        lin = np.linalg.norm(s.v[:, :3], axis=1)
-        ang = np.linalg.norm(s.v[:, 3:], axis=1) * self._body_radius
-        return float(np.max(lin + ang)) * h
+        return RK.max_travel(s.v, self._body_radius, h)
 
     @property
     def _body_radius(self) -> np.ndarray:
@@ -560,10 +558,7 @@ class Simulator:
         cand = st.limit_cand
         if not len(cand):
             return False
-        lo, hi, tol = st.lim_lo, st.lim_hi, st.lim_tol
-        prev, q = s.joint_q[cand], jq[cand]
-        was_in = (prev >= lo - tol) & (prev <= hi + tol)
-        return bool(np.any(was_in & ((q < lo - tol) | (q > hi + tol))))
+        return RK.limit_crossed(cand, st.lim_lo, st.lim_hi, st.lim_tol, s.joint_q, jq)
 
     def _limit_fraction(self, s, c1, q1, h) -> float:
         js = self.js
@@ -830,13 +825,8 @@ class Simulator:
                 pivots += piv
             v_new[slots] = v_out.reshape(-1, 6)
             if m and len(cidx):
-                nl = len(rows[2])
-                cn = z[nl:nl + len(cidx)]
-                beta = z[nl + len(cidx):nl + len(cidx) + len(cidx) * self.u].reshape(len(cidx), self.u)
-                ang = 2 * np.pi * np.arange(self.u) / self.u
-                t1, t2 = contacts.tangent1[cidx], contacts.tangent2[cidx]
-                ft = (beta @ np.cos(ang))[:, None] * t1 + (beta @ np.sin(ang))[:, None] * t2
-                impulses[cidx] = cn[:, None] * contacts.normal[cidx] + ft
+                impulses[cidx] = RK.contact_impulses(z, len(rows[2]), cidx, contacts.normal, contacts.tangent1,
+                                                     contacts.tangent2, self.u)
             hard_impulse[rows[0]] = ce[:n_h]
         info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
