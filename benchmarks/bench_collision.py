@@ -49,7 +49,9 @@ def world_with_extras(n: int, tmp: Path):
 
 
 def touching_pose(world, model):
-    """Raise the arm's base until nothing interpenetrates, then lower it onto the handset."""
+    """Raise the arm's base until nothing interpenetrates, then lower it onto the handset (fingers
+    closed to 0.6 rad so the three fingertips, not the proximal links, meet the grip)."""
+    world.robots["barrett"].dof_values = np.array([0.0, 0.6, 0.6, 0.6])
     puma = world.robots["puma"]
     X0 = puma.base_pose.copy()
 
