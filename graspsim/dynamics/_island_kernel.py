@@ -101,17 +101,29 @@ def _by_body(cb, cnt, nb):
 
 @njit(cache=True)
 def _product(nb, sA, rA, eA, cjA, sB, rB, eB, cwB, nA, nB):
-    """(nA, nB) matrix A^T M^-1 B from the compact rows, summing over shared bodies only."""
+    """(nA, nB) matrix A^T M^-1 B from the compact rows, summing over shared bodies only: per body,
+    one small dense product (BLAS) of the rows touching it, scattered into the result."""
     out = np.zeros((nA, nB))
     for b in range(nb):
-        for x in range(sA[b], sA[b + 1]):
-            a, k = rA[x], eA[x]
-            for y in range(sB[b], sB[b + 1]):
-                c, l = rB[y], eB[y]
-                t = 0.0
-                for j in range(6):
-                    t += cjA[a, k, j] * cwB[c, l, j]
-                out[a, c] += t
+        na = sA[b + 1] - sA[b]
+        nbb = sB[b + 1] - sB[b]
+        if na == 0 or nbb == 0:
+            continue
+        JA = np.empty((na, 6))
+        WB = np.empty((nbb, 6))
+        for x in range(na):
+            a, k = rA[sA[b] + x], eA[sA[b] + x]
+            for j in range(6):
+                JA[x, j] = cjA[a, k, j]
+        for y in range(nbb):
+            c, l = rB[sB[b] + y], eB[sB[b] + y]
+            for j in range(6):
+                WB[y, j] = cwB[c, l, j]
+        P = JA @ WB.T
+        for x in range(na):
+            a = rA[sA[b] + x]
+            for y in range(nbb):
+                out[a, rB[sB[b] + y]] += P[x, y]
     return out
 
 
