@@ -36,10 +36,11 @@ BAD_COVER = -2
 # small dense linear algebra (no LAPACK: keeps the kernel self-contained)
 # --------------------------------------------------------------------------
 @njit(cache=True)
-def _lu_factor(A, piv):
-    """In-place LU with partial pivoting.  Returns False when singular."""
+def _lu_factor(A, piv, amin=0.0):
+    """In-place LU with partial pivoting.  Returns False when singular (a pivot
+    below 1e-14 of max(largest entry, amin))."""
     m = A.shape[0]
-    amax = 0.0
+    amax = amin
     for i in range(m):
         for j in range(m):
             v = abs(A[i, j])
@@ -439,36 +440,97 @@ def _basis_residual(AC, dcov, qs, basis, x):
 
 @njit(cache=True)
 def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
-    """Recompute the stored columns of Binv and x = Binv q' from the basis by
-    a dense LU factorisation.  False if the basis matrix is singular."""
+    """Recompute the stored columns of Binv and x = Binv q' from the basis.
+    False if the basis matrix is singular.
+
+    The basis matrix has a unit column e_v for every basic w_v; only the k
+    other columns (basic z's and z0) need a factorisation: restricted to the
+    k rows S not covered by the unit columns they form C_S (k x k), and
+
+        Binv b:  y_nonunit = C_S^-1 b_S,   y_(unit of w_v) = b_v - C_v y_nonunit,
+
+    so the work is a k x k LU and an (n - k) x k x k product, not an n x n
+    LU (k is the number of basic z's, often half of n or less)."""
     n = qs.shape[0]
-    B = np.zeros((n, n))
+    covered = np.zeros(n, dtype=np.bool_)
+    nu = np.empty(n, dtype=np.int64)        # basis positions of the non-unit columns
+    un = np.empty(n, dtype=np.int64)        # basis positions of the unit columns
+    k = 0
+    m = 0
     for p in range(n):
         v = basis[p]
         if v < n:
-            B[v, p] = 1.0
-        elif v < 2 * n:
+            covered[v] = True
+            un[m] = p
+            m += 1
+        else:
+            nu[k] = p
+            k += 1
+    if k != nk:
+        return False
+    S = np.empty(k, dtype=np.int64)
+    ks = 0
+    for i in range(n):
+        if not covered[i]:
+            if ks == k:
+                return False
+            S[ks] = i
+            ks += 1
+    if ks != k:
+        return False
+    C = np.empty((n, k))
+    for t in range(k):
+        v = basis[nu[t]]
+        if v < 2 * n:
             j = v - n
             for i in range(n):
-                B[i, p] = -AC[j, i]
+                C[i, t] = -AC[j, i]
         else:
             for i in range(n):
-                B[i, p] = -dcov[i]
-    piv = np.empty(n, dtype=np.int64)
-    if not _lu_factor(B, piv):
+                C[i, t] = -dcov[i]
+    C2 = np.empty((k, k))
+    for s_ in range(k):
+        for t in range(k):
+            C2[s_, t] = C[S[s_], t]
+    piv = np.empty(k, dtype=np.int64)
+    # singularity judged on the scale of the whole basis matrix (its unit entries included)
+    if k > 0 and not _lu_factor(C2, piv, 1.0):
         return False
-    col = np.empty(n)
-    for t in range(nk):
-        c = ntc[t]
-        for i in range(n):
-            col[i] = 0.0
-        col[c] = 1.0
-        _lu_solve(B, piv, col)
-        for i in range(n):
-            BT[c, i] = col[i]
-    for i in range(n):
-        x[i] = qs[i]
-    _lu_solve(B, piv, x)
+    Z = np.empty((k, k))                    # C_S^-1
+    col = np.empty(k)
+    for s_ in range(k):
+        for t in range(k):
+            col[t] = 0.0
+        col[s_] = 1.0
+        _lu_solve(C2, piv, col)
+        for t in range(k):
+            Z[t, s_] = col[t]
+    CU = np.empty((m, k))                   # rows of C covered by the unit columns
+    for u in range(m):
+        v = basis[un[u]]
+        for t in range(k):
+            CU[u, t] = C[v, t]
+    Q = CU @ Z if k > 0 and m > 0 else np.zeros((m, k))
+    for s_ in range(k):
+        c = S[s_]
+        for t in range(k):
+            BT[c, nu[t]] = Z[t, s_]
+        for u in range(m):
+            BT[c, un[u]] = -Q[u, s_]
+    yk = np.zeros(k)
+    for t in range(k):
+        acc = 0.0
+        for s_ in range(k):
+            acc += Z[t, s_] * qs[S[s_]]
+        yk[t] = acc
+    for t in range(k):
+        x[nu[t]] = yk[t]
+    for u in range(m):
+        v = basis[un[u]]
+        acc = qs[v]
+        for t in range(k):
+            acc -= CU[u, t] * yk[t]
+        x[un[u]] = acc
     return True
 
 
