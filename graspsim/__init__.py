@@ -6,9 +6,40 @@ analyse grasps (:mod:`graspsim.grasp`).  Heavy modules import lazily so the CLI 
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import sys
 from pathlib import Path
 
 from .errors import CollisionError, ModelError, SimulationError
+
+
+def _numba_cache_dir() -> None:
+    """Cache compiled kernels in a directory keyed by the package's source.
+
+    numba's on-disk cache checks only the timestamp of the file that holds a function; a compiled
+    kernel that calls a kernel of another file (the island solver calls the Lemke kernel) keeps the
+    old callee after that file changes.  A directory per source hash makes any change start from a
+    clean cache.  ``NUMBA_CACHE_DIR`` set by the user wins.
+    """
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    h = hashlib.sha1()
+    root = Path(__file__).resolve().parent
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode())
+        h.update(f.read_bytes())
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    d = base / "graspsim" / "numba" / h.hexdigest()[:16]
+    os.environ["NUMBA_CACHE_DIR"] = str(d)
+    if "numba" in sys.modules:     # numba already configured: set its live value too
+        try:
+            sys.modules["numba"].config.CACHE_DIR = str(d)
+        except AttributeError:
+            pass
+
+
+_numba_cache_dir()
 
 __version__ = "0.1.0"
 

@@ -6,10 +6,12 @@ Both solve the same equations with the same Lemke pivoting; they differ only in 
 floating-point operations (a hand-written Cholesky and sparse-free dense products instead of LAPACK
 and einsum), so one step agrees to round-off amplified by the conditioning of the eliminated
 system.  Velocities: 1e-8 of their scale (at least g h); the contact compliance (below) bounds
-the amplification (observed ~1e-10).  Contact impulses: their distribution
-over the points of a face contact is fixed only by the contact compliance (1e-6 of the LCP's
-diagonal), so round-off (1e-16) is amplified up to ~1e6: 1e-8 of the largest impulse (observed
-up to 1e-9).
+the amplification (observed ~1e-10).  Contact impulses: their distribution over the points of a
+face contact, and the static friction of a resting pile, are fixed only by the contact compliance
+(1e-6 of the LCP's diagonal), and each path accepts a solution that verifies to 1e-9 of the LCP's
+terms (possibly a warm-started basis in one, a fresh one in the other); so the impulses may differ
+by up to ~1e-9 / 1e-6 = 1e-3 of the largest one.  Asserted: 1e-4 (observed up to 7e-6, in the
+stack's friction impulses of 1e-7 N s next to 3e-3 N s normal ones).
 """
 from pathlib import Path
 
@@ -61,7 +63,7 @@ def test_compiled_island_step_matches_reference(case):
         assert np.abs(sims[0].state.c - sims[1].state.c).max() <= 1e-12
         imp = [i.contact_impulse for i in infos]
         if imp[1] is not None and len(imp[1]):
-            assert np.abs(imp[0] - imp[1]).max() <= 1e-8 * max(1e-6, float(np.abs(imp[1]).max()))
+            assert np.abs(imp[0] - imp[1]).max() <= 1e-4 * max(1e-6, float(np.abs(imp[1]).max()))
         assert infos[0].lcp_sizes == infos[1].lcp_sizes
         checked_lcp += len(infos[0].lcp_sizes)
         # continue both from the same state so round-off does not accumulate
