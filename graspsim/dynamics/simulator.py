@@ -204,10 +204,13 @@ class Simulator:
         return vals if robot is None else vals[self.ds.robot_slices[self.world.description.robot_index[robot]]]
 
     def dof_velocities(self, robot: str | None = None) -> np.ndarray:
+        """DOF velocities (rad/s or m/s) from the joint rates at the current body velocities
+        (static bodies at rest; a kinematic base's own motion is not included)."""
         X = self.poses()
-        F = joint_frames(self.js, X)
-        rates = rows_apply(rate_rows(self.js, F, np.arange(len(self.js)), self.bodies.slot, self._com_world(X)),
-                           self.state.v)
+        F, _ = self._joint_state(X, self.state.joint_q)
+        js = self.js
+        rates = RK.rate_rows(js.kind, js.parent, js.child, self.bodies.slot, self._com_world(X), F.o, F.axis,
+                             self.state.v)[2]
         vals = self._dof_values(rates, offsets=False)
         return vals if robot is None else vals[self.ds.robot_slices[self.world.description.robot_index[robot]]]
 
