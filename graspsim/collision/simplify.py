@@ -18,17 +18,9 @@ __all__ = ["limit_region_points"]
 
 def _reduce_polygon(uv: np.ndarray, k: int) -> np.ndarray:
     """Indices of ``k`` vertices of the convex polygon ``uv`` (m, 2) kept by least-area removal."""
-    c = uv.mean(0)
-    order = np.argsort(np.arctan2(uv[:, 1] - c[1], uv[:, 0] - c[0]))
-    keep = list(order)
-    while len(keep) > k:
-        P = uv[keep]
-        prev, nxt = np.roll(P, 1, 0), np.roll(P, -1, 0)
-        # area of the triangle each vertex forms with its neighbours = area lost by removing it
-        area = 0.5 * np.abs((P[:, 0] - prev[:, 0]) * (nxt[:, 1] - prev[:, 1]) -
-                            (P[:, 1] - prev[:, 1]) * (nxt[:, 0] - prev[:, 0]))
-        keep.pop(int(np.argmin(area)))
-    return np.array(keep, dtype=np.int64)
+    from ._simplify_kernel import reduce_polygon
+
+    return reduce_polygon(np.ascontiguousarray(uv, dtype=np.float64), int(k))
 
 
 def limit_region_points(cs: ContactSet, max_points: int = 8, cos_tol: float = 0.985) -> ContactSet:
