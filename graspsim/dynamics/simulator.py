@@ -82,7 +82,10 @@ class Simulator:
 
     Parameters: ``dt`` step (s, default the world's), ``friction_directions`` u per contact (default
     8), ``gamma`` error-correction factor (0.2), ``threshold`` contact distance (default the world's,
-    0.1 mm), ``static_speed`` static/kinetic switch (1 mm/s), ``gravity`` (default the world's).
+    0.1 mm), ``static_speed`` static/kinetic switch (1 mm/s), ``gravity`` (default the world's),
+    ``lemke``: None (default) solves each island with the compiled solver and the project's Lemke;
+    an LCP solver ``lemke(M, q, warm_start=None) -> LCPResult`` runs the reference implementation of
+    :mod:`graspsim.dynamics.island` with it instead (slower; for experiments with other solvers).
     """
 
     def __init__(self, world: World, dt: float | None = None, *, friction_directions: int = 8, gamma: float = 0.2,
