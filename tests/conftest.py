@@ -3,6 +3,8 @@
 ``xdisplay``: one private Xvfb for the whole session, shared by every GUI test module (pyglet
 connects to the display named by DISPLAY once per process, so two servers in one session would
 leave windows on one and synthetic X events on the other).
+
+``viewer``: factory of real viewer windows on a world file (closed after the test).
 """
 from __future__ import annotations
 
@@ -52,3 +54,23 @@ def xdisplay():
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+@pytest.fixture
+def viewer(xdisplay):
+    """``viewer(world_path, width=640, height=400, **kw)``: a viewer window drawn three times."""
+    import graspsim
+    from graspsim.gui import open_viewer
+
+    made = []
+
+    def make(world, width=640, height=400, **kw):
+        v = open_viewer(graspsim.load_world(world), width, height, verbose=False, **kw)
+        made.append(v)
+        for _ in range(3):
+            v.frame()
+        return v
+
+    yield make
+    for v in made:
+        v.close()

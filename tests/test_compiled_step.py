@@ -54,7 +54,6 @@ def test_compiled_island_step_matches_reference(case):
         sims, ctls = _pair(ROOT / "worlds/barrett_mug.yaml", _barrett_closing, steps=500)
     checked_lcp = 0
     for _ in range(30):
-        st = sims[0].save_state()
         infos = [s.step(c) for s, c in zip(sims, ctls)]
         vs = [s.state.v for s in sims]
         # velocity scale: at least what gravity adds in one step (resting bodies barely move)

@@ -228,24 +228,6 @@ def test_script_commands_for_pull_and_push_parse_and_check():
 
 # -- the window, scripted --------------------------------------------------------------------------------
 
-@pytest.fixture
-def viewer(xdisplay):
-    from graspsim.gui import open_viewer
-
-    made = []
-
-    def make(world, width=640, height=400):
-        v = open_viewer(graspsim.load_world(world), width, height, verbose=False)
-        made.append(v)
-        for _ in range(3):
-            v.frame()
-        return v
-
-    yield make
-    for v in made:
-        v.close()
-
-
 def test_scripted_pull_holds_the_mug_up_in_the_window(viewer, capsys):
     """``pull mug ...; target ...; run 1.5`` in a real window: the mug (0.3 kg) hangs from a
     40 N/m spring, stretched m g / k = 73.6 mm, 20 mm above the table (below the hand's palm);

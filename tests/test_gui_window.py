@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -21,7 +20,6 @@ from types import SimpleNamespace as NS
 import numpy as np
 import pytest
 
-import graspsim
 
 ROOT = Path(__file__).resolve().parent.parent
 WORLDS = ["barrett_mug", "puma_barrett_handset", "parallel_jaw_box"]
@@ -29,22 +27,9 @@ W, H = 640, 400
 
 
 @pytest.fixture
-def open_view(xdisplay):
-    """Factory for viewers on shipped worlds; closes them after the test."""
-    from graspsim.gui import open_viewer
-
-    made = []
-
-    def make(name, width=W, height=H, **kw):
-        v = open_viewer(graspsim.load_world(ROOT / "worlds" / f"{name}.yaml"), width, height, verbose=False, **kw)
-        made.append(v)
-        for _ in range(3):
-            v.frame()
-        return v
-
-    yield make
-    for v in made:
-        v.close()
+def open_view(viewer):
+    """Factory for viewers on shipped worlds (``viewer`` of conftest closes them after the test)."""
+    return lambda name, width=W, height=H, **kw: viewer(ROOT / "worlds" / f"{name}.yaml", width, height, **kw)
 
 
 def chroma(rgb: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ step intact; a non-finite state is never committed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -34,9 +34,8 @@ from . import _rows_kernel as RK
 from . import bodies as B
 from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
-from .joints import (build_joint_sets, JointFrames, equality_rows, joint_frames, joint_values, joint_wrenches, rate_rows, row_template,
-                     rows_apply)
-from .rows import Rows, cross, linear_row
+from .joints import JointFrames, build_joint_sets, joint_frames, joint_values, row_template
+from .rows import Rows, cross
 
 REV_LIMIT_TOL = np.radians(0.1)   # joint-limit search tolerance, revolute (rad)
 PRI_LIMIT_TOL = 1e-4              # prismatic (m)
@@ -114,7 +113,6 @@ class Simulator:
         self.max_region_points = int(max_region_points)
         self.restitution = bool(restitution)
         self.restitution_speed = float(restitution_speed)
-        self._all_joints = np.arange(len(self.js))
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
         # None: the compiled island solver (with the project's Lemke); a callable: the reference
@@ -154,13 +152,13 @@ class Simulator:
                         ei.append(slot[x]); ej.append(slot[y])
         g = coo_matrix((np.ones(len(ei)), (ei, ej)), shape=(nb, nb))
         self._ncomp, self._comp = connected_components(g, directed=False) if nb else (0, np.zeros(0, int))
+        self._comp = np.asarray(self._comp, np.int64)
         self._collision = None
         self._collisions_on = collisions
         if collisions and len(self.table.collision_pairs):
             # a world that starts with bodies inside each other is reported, not simulated
             from ..collision import check_interpenetration
             check_interpenetration(world, threshold=self.threshold)
-        self._minv_cache = None
 
     # ------------------------------------------------------------------ public API
     @property
@@ -693,7 +691,6 @@ class Simulator:
         return rows.select(~soft), hold
 
     def _limit_rows(self, st, rate_ext: Rows, jq, h) -> Rows:
-        js = self.js
         cand = st.limit_cand
         if not len(cand):
             return Rows.empty()
@@ -749,7 +746,7 @@ class Simulator:
             sa = sb = np.zeros(0, np.int64)
         else:
             sa, sb = self.bodies.slot[contacts.body_a], self.bodies.slot[contacts.body_b]
-        return RK.islands(np.asarray(self._comp, np.int64), int(self._ncomp), sa, sb)
+        return RK.islands(self._comp, int(self._ncomp), sa, sb)
 
     def _solve_islands(self, labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts):
         """Step 10 for every island.  ``kinds``: row blocks grouped as (hard equality, soft equality,
