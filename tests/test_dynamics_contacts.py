@@ -189,12 +189,46 @@ def test_restitution_bounce_ratio(restitution):
     assert apex == pytest.approx(0.25 * 0.2, rel=0.05)
 
 
+def test_an_impact_search_ending_at_fraction_zero_takes_the_whole_step(tmp_path, monkeypatch):
+    """The pair in the 20-box drop that stalled time (box9-box17: separation 4.6e-13 m at the start,
+    interpenetrating at every fraction > 0) made the impact search return exactly 0, and the step
+    became 1e-9 s, forever.  That geometry cannot be reproduced in a small scene, so the search
+    result is forced to 0 here (the one substitution; everything else is the real stepper): the step
+    must go on as far as the overlap stays within half the contact threshold, where the contact
+    kernel finds the face and its rows stop the box; the next steps are whole again."""
+    import graspsim.collision as C
+
+    (tmp_path / "w.yaml").write_text(
+        "world: touch\nobjects:\n"
+        f"  - {{name: box, file: {ROOT / 'objects/cube.yaml'}, pose: {{xyz: [0, 0, {0.03 + 1e-12!r}]}}}}\n"
+        f"obstacles:\n  - {{name: table, file: {ROOT / 'objects/table.yaml'}}}\n")
+    sim = Simulator(graspsim.load_world(tmp_path / "w.yaml"))
+    st = sim.save_state()
+    st.v[0, 2] = -0.1
+    sim.restore_state(st)
+    calls = []
+    monkeypatch.setattr(C, "localize_impact", lambda *a, **k: calls.append(1) or 0.0)
+    info = sim.step()
+    assert calls                                    # the search ran and ended at 0
+    assert 0.0 < info.fraction < 1.0
+    # overlap at most half the threshold: the bisection's bound (0.05 mm), not a whole step's 0.25 mm
+    assert sim.body_pose("box")[2, 3] - 0.03 >= -0.5 * THR - 1e-9
+    assert len(info.contacts) == 4                  # the face's corners carry the box
+    assert sim.body_velocity("box")[2] > -1e-9      # stopped (or pushed out) by the contact rows
+    monkeypatch.undo()
+    t0 = sim.time
+    for _ in range(10):
+        sim.step()
+    assert sim.time - t0 == pytest.approx(10 * sim.dt, rel=1e-9)
+    assert sim.body_pose("box")[2, 3] - 0.03 > -0.5 * THR
+
+
 def test_a_touching_pair_moving_into_contact_does_not_stall_time(tmp_path):
     """A box whose face touches the table at 1e-12 m (inside the contact threshold, not
     interpenetrating) moving down at 0.1 m/s: nearly every fraction of the trial move
-    interpenetrates, so the impact search ends at (or next to) fraction 0.  That is a contact
-    already (its rows stop the box): at most one step may be cut short, and time must go on (a
-    search ending at exactly 0 used to give 1e-9 s steps forever: the 20-box drop stalled so)."""
+    interpenetrates, so the impact search ends next to fraction 0 (here 2e-6).  That is a contact
+    already (its rows stop the box): at most one step may be cut short, and time must go on.  (A
+    search ending at exactly 0: the test above.)"""
     (tmp_path / "w.yaml").write_text(
         "world: touch\nobjects:\n"
         f"  - {{name: box, file: {ROOT / 'objects/cube.yaml'}, pose: {{xyz: [0, 0, {0.03 + 1e-12!r}]}}}}\n"

@@ -533,9 +533,18 @@ class Simulator:
             return 1.0, False
         if frac <= 0.0:
             # a pair touching at the start (separation ~0, e.g. a point dropped from a contact
-            # region) that penetrates at every fraction > 0: it is a contact already.  Stepping
-            # 0 s (floored to 1 ns) would repeat this step forever; its rows handle it instead.
-            return 1.0, False
+            # region) that overlaps at every fraction > 0: it is a contact already.  Stepping 0 s
+            # (floored to 1 ns) would repeat this step forever; instead move as far as its overlap
+            # stays within half the threshold, where the contact kernel sees it and its rows act.
+            lo, hi = 0.0, 1.0
+            for _ in range(30):
+                mid = 0.5 * (lo + hi)
+                P = move(mid)
+                if max(model.penetration_depth(i, j, P) for i, j in new) <= 0.5 * self.threshold:
+                    lo = mid
+                else:
+                    hi = mid
+            frac = lo if lo > 0.0 else hi
         return frac, False
 
     def _max_displacement(self, s: SimState, h: float) -> float:
