@@ -88,6 +88,16 @@ def solve_both_covers(M, q, **kw):
     return r_def, r_e
 
 
+def assert_solver_finds(M, q, z_pub, pivots):
+    """Both covering vectors solve the problem to the published z (1e-10 relative); with d = e
+    the pivot count is ``pivots`` (the exact rational lexicographic Lemke's)."""
+    r_def, r_e = solve_both_covers(M, q)
+    assert r_e.pivots == pivots
+    for r in (r_def, r_e):
+        assert r.status == "solved"
+        assert_close(r.z, z_pub)
+
+
 # ---------------------------------------------------------------------------
 # Kostreva (1979): cycling under the smallest-index tie rule
 # ---------------------------------------------------------------------------
@@ -177,11 +187,8 @@ def test_murty_example_2_8_solution():
     assert_close(sols[0], z_pub)
     st, piv, z, _ = exact_lemke(M, q)
     assert st == "solved" and z == z_pub
-    r_def, r_e = solve_both_covers(M, q)
-    assert r_e.pivots == piv == 5
-    for r in (r_def, r_e):
-        assert r.status == "solved"
-        assert_close(r.z, z_pub)
+    assert piv == 5
+    assert_solver_finds(M, q, z_pub, 5)
 
 
 def test_murty_example_2_9_no_solution():
@@ -214,11 +221,7 @@ def test_murty_example_2_10_exponential_path():
     assert_close(sols[0], z_pub)
     for rule in ("lex", "first", "last"):
         assert exact_lemke(M, q, rule=rule)[:3] == ("solved", 8, z_pub)
-    r_def, r_e = solve_both_covers(M, q)
-    assert r_e.pivots == 8
-    for r in (r_def, r_e):
-        assert r.status == "solved"
-        assert_close(r.z, z_pub)
+    assert_solver_finds(M, q, z_pub, 8)
 
 
 @pytest.mark.parametrize("n", range(1, 11))
@@ -261,11 +264,7 @@ def test_handbook_10_2_1_upper_triangular_n16():
     # the path is short: 2 pivots (exact and floating point agree)
     st, piv, z, _ = exact_lemke(M.astype(int).tolist(), q.astype(int).tolist())
     assert (st, piv, z) == ("solved", 2, z_pub)
-    r_def, r_e = solve_both_covers(M, q)
-    assert r_e.pivots == 2
-    for r in (r_def, r_e):
-        assert r.status == "solved"
-        assert_close(r.z, z_pub)
+    assert_solver_finds(M, q, z_pub, 2)
 
 
 def test_handbook_10_2_2_solution_segment():
@@ -302,11 +301,7 @@ def test_handbook_10_2_3():
     assert_close(sols[0], z_pub)
     st, piv, z, _ = exact_lemke(M, q)
     assert (st, z) == ("solved", z_pub)
-    r_def, r_e = solve_both_covers(M, q)
-    assert r_e.pivots == piv
-    for r in (r_def, r_e):
-        assert r.status == "solved"
-        assert_close(r.z, z_pub)
+    assert_solver_finds(M, q, z_pub, piv)
 
 
 # 10.2.9: convex QP KKT system with a parameter l in q.  The book prints
@@ -337,11 +332,7 @@ def test_handbook_10_2_9_parametric(l):
     assert all(np.allclose(s, [float(v) for v in z_pub], atol=1e-9) for s in sols)
     st, piv, z, _ = exact_lemke(M, q)
     assert (st, z) == ("solved", z_pub)
-    r_def, r_e = solve_both_covers(M, q)
-    assert r_e.pivots == piv
-    for r in (r_def, r_e):
-        assert r.status == "solved"
-        assert_close(r.z, z_pub)
+    assert_solver_finds(M, q, z_pub, piv)
 
 
 def test_handbook_10_2_9_erratum():
