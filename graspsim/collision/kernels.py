@@ -149,15 +149,20 @@ def _aabb_in(R, t, lo, hi):
 
 
 @njit(cache=True)
+def _boxes_meet(lo, hi, r, blo, bhi, m):
+    """Do the bounds lo[r], hi[r] meet [blo, bhi] inflated by m?"""
+    for j in range(3):
+        if lo[r, j] > bhi[j] + m or hi[r, j] < blo[j] - m:
+            return False
+    return True
+
+
+@njit(cache=True)
 def _cull_tris(P, ib, blo, bhi, m):
     """Indices (ascending) of body ib's triangles whose bounds meet [blo, bhi] inflated by m (ib's
     shape frame); clusters of triangles whose joint bounds miss are skipped whole."""
     nt = P[P_TCNT][ib]
     t_end = P[P_TOFF][ib] + nt
-    TBlo = P[P_TBLO]
-    TBhi = P[P_TBHI]
-    CLlo = P[P_CLLO]
-    CLhi = P[P_CLHI]
     CLT = P[P_CLT]
     CLS = P[P_CLS]
     c0 = P[P_COFF][ib]
@@ -165,22 +170,12 @@ def _cull_tris(P, ib, blo, bhi, m):
     out = np.empty(nt, np.int64)
     k = 0
     for c in range(c0, c1):
-        miss = False
-        for j in range(3):
-            if CLlo[c, j] > bhi[j] + m or CLhi[c, j] < blo[j] - m:
-                miss = True
-                break
-        if miss:
+        if not _boxes_meet(P[P_CLLO], P[P_CLHI], c, blo, bhi, m):
             continue
         end = CLS[c + 1] if c + 1 < c1 else t_end
         for x in range(CLS[c], end):
             t = CLT[x]
-            ok = True
-            for j in range(3):
-                if TBlo[t, j] > bhi[j] + m or TBhi[t, j] < blo[j] - m:
-                    ok = False
-                    break
-            if ok:
+            if _boxes_meet(P[P_TBLO], P[P_TBHI], t, blo, bhi, m):
                 out[k] = t
                 k += 1
     res = out[:k]
