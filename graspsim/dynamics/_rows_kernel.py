@@ -521,11 +521,14 @@ def pd_drives(P, jq_off, rates, q_ref, qd_ref, kp, kd, tau_ff, effort, drive_idx
 def limit_rows(cand, lo, hi, tol, jq, rbodies, rjac, gain):
     """Joint-limit rows (eq. 9) for joints within 2 ``tol`` of a limit: w = +-rate + b >= 0 with
     b = gain * min(margin, 0) pushing a joint beyond its limit back; rows without a dynamic body
-    are dropped.  Lower limits first, then upper."""
+    are dropped.  Lower limits first, then upper.  Returns bodies, jac, rhs and each row's joint
+    and sign (+1 lower, -1 upper)."""
     n = cand.shape[0]
     bodies = np.empty((2 * n, 2), np.int64)
     jac = np.empty((2 * n, 2, 6))
     rhs = np.empty(2 * n)
+    joint = np.empty(2 * n, np.int64)
+    sgn = np.empty(2 * n)
     r = 0
     for side in range(2):
         for i in range(n):
@@ -546,8 +549,10 @@ def limit_rows(cand, lo, hi, tol, jq, rbodies, rjac, gain):
                 for k in range(6):
                     jac[r, s, k] = sign * rjac[j, s, k]
             rhs[r] = gain * min(margin, 0.0)
+            joint[r] = j
+            sgn[r] = sign
             r += 1
-    return bodies[:r], jac[:r], rhs[:r]
+    return bodies[:r], jac[:r], rhs[:r], joint[:r], sgn[:r]
 
 
 @njit(cache=True)

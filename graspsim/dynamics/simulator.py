@@ -689,13 +689,12 @@ class Simulator:
         rows = self._gather(rate_ext, st.c_idx, st.c_coef, err)
         if not st.c_lock.any():
             return rows, Rows.empty()
-        d = st.c_dof
-        c = h * LOCK_GAIN * self.ds.kp[d] + LOCK_GAIN * self.ds.kd[d]
-        soft = st.c_lock & (c > 0)
+        soft = ~st.c_hard
+        d = st.c_dof[soft]
+        cs = LOCK_GAIN * (h * self.ds.kp[d] + self.ds.kd[d])
         hold = rows.select(soft)
-        cs = c[soft]
         # s+ + C lambda = eps with C = 1 / (h c), eps = k (q_lock - q) / c  (as the PD drive rows)
-        hold.rhs = -LOCK_GAIN * self.ds.kp[d[soft]] * err[soft] / cs
+        hold.rhs = -LOCK_GAIN * self.ds.kp[d] * err[soft] / cs
         hold.comp = 1.0 / (h * cs)
         return rows.select(~soft), hold
 
@@ -703,25 +702,13 @@ class Simulator:
         cand = st.limit_cand
         if not len(cand):
             return Rows.empty()
-        bodies, jac, rhs = RK.limit_rows(cand, st.lim_lo, st.lim_hi, st.lim_tol, jq, rate_ext.bodies, rate_ext.jac,
-                                         self.gamma / h)
+        bodies, jac, rhs, joint, sign = RK.limit_rows(cand, st.lim_lo, st.lim_hi, st.lim_tol, jq, rate_ext.bodies,
+                                                      rate_ext.jac, self.gamma / h)
         if not len(rhs):
             return Rows.empty()
-        const = None
-        if rate_ext.const is not None:   # kinematic bodies: the rows' value from their motion
-            idx, sign = self._limit_row_joints(st, jq)
-            const = sign * rate_ext.const[idx]
+        # kinematic bodies: the rows' value due to their motion
+        const = None if rate_ext.const is None else sign * rate_ext.const[joint]
         return Rows(bodies, jac, rhs, None, const)
-
-    def _limit_row_joints(self, st, jq):
-        """Joints (and signs) of the limit rows, in limit_rows' order (lower limits, then upper)."""
-        cand, tol = st.limit_cand, 2 * st.lim_tol
-        q = jq[cand]
-        at_lo, at_hi = q <= st.lim_lo + tol, q >= st.lim_hi - tol
-        idx = np.concatenate([cand[at_lo], cand[at_hi]])
-        sign = np.concatenate([np.ones(at_lo.sum()), -np.ones(at_hi.sum())])
-        keep = (self.bodies.slot[self.js.parent[idx]] >= 0) | (self.bodies.slot[self.js.child[idx]] >= 0)
-        return idx[keep], sign[keep]
 
     def _contact_rows(self, contacts, com_W, h, V=None) -> tuple[Rows, Rows]:
         """Normal rows (eq. 3; error correction of eq. 19 towards half the threshold) and ``u``
