@@ -88,17 +88,9 @@ def start_dynamic_grasp(sim, hand: str, *, effort: dict | None = None,
     """Set ``hand``'s closing DOFs moving to their closing limits at their default speeds; every
     other DOF holds.  Returns the controller to pass to ``sim.step`` (the GUI steps it itself)."""
     ctl = controller or PDController(sim)
-    ri = sim.world.description.robot_index[hand]
-    robot = sim.world.description.robots[ri].robot
     for name, e in (effort or {}).items():
         ctl.set_gains(hand, name, effort=e)
-    target = sim.dof_values()[sim.ds.robot_slices[ri]].copy()
-    for k, d in enumerate(robot.dofs):
-        if d.velocity > 0:
-            target[k] = d.limits[1]
-        elif d.velocity < 0:
-            target[k] = d.limits[0]
-    ctl.move_to(hand, target)
+    ctl.move_to(hand, _limit_targets(sim, hand, closing=True))
     return ctl
 
 
@@ -223,13 +215,17 @@ def lift_test(result: DynamicGraspResult, height: float = 0.1, duration: float =
 def dynamic_open_hand(sim, hand: str, controller: PDController | None = None) -> PDController:
     """Command ``hand``'s closing DOFs back to their open limits (returns the controller to step with)."""
     ctl = controller or PDController(sim)
+    ctl.move_to(hand, _limit_targets(sim, hand, closing=False))
+    return ctl
+
+
+def _limit_targets(sim, hand: str, *, closing: bool) -> np.ndarray:
+    """DOF targets of ``hand``: each DOF with a closing direction (the sign of its default
+    velocity) at its closing limit (``closing``) or its opening limit; the others where they are."""
     ri = sim.world.description.robot_index[hand]
     robot = sim.world.description.robots[ri].robot
     target = sim.dof_values()[sim.ds.robot_slices[ri]].copy()
     for k, d in enumerate(robot.dofs):
-        if d.velocity > 0:
-            target[k] = d.limits[0]
-        elif d.velocity < 0:
-            target[k] = d.limits[1]
-    ctl.move_to(hand, target)
-    return ctl
+        if d.velocity != 0:
+            target[k] = d.limits[1] if (d.velocity > 0) == closing else d.limits[0]
+    return target
