@@ -34,11 +34,17 @@ Sources
            solvers/test/unrevised_lemke_solver_test.cc, which also records an
            erratum of the book for 10.2.9 (checked below).
 
-Not included: I could not establish the exact matrices of the worked
-examples in Cottle, Pang & Stone (1992), nor of Lemke & Howson (1964) or
-Lemke (1965), so none of them appears here under their name.  The
-rock-paper-scissors game below is a textbook game whose equilibrium the
-test proves itself; it is not attributed to a particular publication.
+[CPS]      R. W. Cottle, J.-S. Pang, R. E. Stone, *The Linear Complementarity
+           Problem*, 1992 / SIAM Classics 2009: the six instances the siconos
+           library's test data names lcp_CPS_* (see their section below for
+           how they were read and why the reading is right).
+
+Not included: I could not establish the exact matrices of Lemke & Howson
+(1964) or Lemke (1965), so none of them appears here under their name.  The
+bimatrix LCP of Lemke & Howson is tested in its general form (Scheme I's
+ray, the equilibria of [FP99] 10.2.4 = CPS_3).  The rock-paper-scissors
+game below is a textbook game whose equilibrium the test proves itself; it
+is not attributed to a particular publication.
 """
 from __future__ import annotations
 
@@ -481,3 +487,135 @@ def test_rock_paper_scissors_via_lp_kkt():
         # both strategies are optimal in the original game (value 0)
         x, y = u / u.sum(), t / t.sum()
         assert (x @ RPS_P).min() >= -1e-12 and (RPS_P @ y).max() <= 1e-12
+
+
+# ---------------------------------------------------------------------------
+# Cottle, Pang & Stone: the instances named after the book in siconos' data
+# ---------------------------------------------------------------------------
+#
+# [CPS]  R. W. Cottle, J.-S. Pang, R. E. Stone, *The Linear Complementarity
+#        Problem*, Academic Press, 1992; SIAM Classics in Applied Mathematics
+#        60, 2009.  I could not open the book here.  The data is as stored in
+#        the test data of the siconos numerics library,
+#        numerics/src/LCP/test/data/lcp_CPS_{1,2,3,4,4bis,5}.dat (files 1 and
+#        4 read there; 2, 3, 4bis and 5 in the copies SciML's
+#        ComplementaritySolve.jl keeps in test/core/data, whose file 4 is
+#        byte-for-byte siconos' one).  Only lcp_CPS_1.dat names its place in
+#        the book: "Remark 4.1.14 CPS 2009, set of solution is z_1 + z_2 = 1".
+#
+# Reading them: siconos fills its dense matrix storage (column-major) with the
+# file's numbers in order, so the numbers, written as rows in the file, are
+# the columns of M.  Two independent checks fix that orientation:
+#   * read as rows, lcp_CPS_4 has w4 = -(z1+z2+z3) - 6 < 0: no solution, which
+#     a test problem with a stated solution cannot be meant to have;
+#   * read as columns, CPS_1, 2, 3, 4 and 4bis are exactly the instances Drake
+#     transcribes as [FP99] 10.2.2, 10.2.3, 10.2.4 and 10.2.9 (l = 10, 23),
+#     whose chapter draws on [CPS] - two transcriptions that agree.
+
+# n, the numbers in file order (the columns of M), q
+SICONOS_CPS = {
+    "CPS_1": (2, [1, 1, 1, 1], [-1, -1]),
+    "CPS_2": (3, [0, 2, -1, -1, 0, 1, 2, -2, 0], [-3, 6, -1]),
+    "CPS_3": (4, [0, 0, 10, 30, 0, 0, 20, 15, 10, 30, 0, 0, 20, 15, 0, 0], [-1, -1, -1, -1]),
+    "CPS_4": (4, [11, 0, 10, 1, 0, 11, 10, 1, 10, 10, 21, 1, -1, -1, -1, 0], [50, 50, 10, -6]),
+    "CPS_4bis": (4, [11, 0, 10, 1, 0, 11, 10, 1, 10, 10, 21, 1, -1, -1, -1, 0],
+                 [50, 50, 23, -6]),
+    "CPS_5": (2, [1, -1, -1, 1], [1, -1]),
+}
+
+
+def siconos_cps(name, order="F"):
+    """M (as an int list of rows) and q of a siconos CPS instance; order "F" is
+    siconos' own column-major reading, "C" the naive row reading."""
+    n, values, q = SICONOS_CPS[name]
+    M = np.array(values, dtype=int).reshape(n, n, order=order)
+    return M.tolist(), list(q)
+
+
+def test_cps_instances_are_the_handbook_ones():
+    """Read column by column, the siconos CPS matrices are [FP99]'s: CPS_1 is
+    10.2.2, CPS_2 10.2.3, CPS_3 the game 10.2.4 and CPS_4 / CPS_4bis are
+    10.2.9 with l = 10 and l = 23.  (CPS_3 is the bimatrix LCP whose Scheme I
+    ray and three equilibria are tested above.)"""
+    assert siconos_cps("CPS_1") == ([[1, 1], [1, 1]], [-1, -1])
+    assert siconos_cps("CPS_2") == ([[0, -1, 2], [2, 0, -2], [-1, 1, 0]], [-3, 6, -1])
+    M3, q3 = bimatrix_lcp(HB_10_2_4_A, HB_10_2_4_B)
+    assert siconos_cps("CPS_3") == (M3.astype(int).tolist(), q3.astype(int).tolist())
+    assert siconos_cps("CPS_4") == (HB_10_2_9_M, [50, 50, 10, -6])
+    assert siconos_cps("CPS_4bis") == (HB_10_2_9_M, [50, 50, 23, -6])
+
+
+@pytest.mark.parametrize("name", ["CPS_4", "CPS_4bis"])
+def test_cps_4_read_as_rows_has_no_solution(name):
+    """The row reading of CPS_4 gives w4 = -(z1 + z2 + z3) - 6 < 0 for every
+    z >= 0: y = e4 is a Farkas certificate (M^T e4 <= 0, q.e4 = -6 < 0).  The
+    solver must say "ray" with a valid certificate, which also fixes the
+    orientation used for the tests below."""
+    M, q = siconos_cps(name, order="C")
+    y = np.array([0, 0, 0, 1.0])
+    assert_certificate(M, q, y)
+    assert not lp_feasible(M, q)
+    for r in solve_both_covers(M, q):
+        assert r.status == "ray"
+        assert_certificate(M, q, r.certificate)
+
+
+CPS_SOLUTIONS = {
+    # [FP99] 10.2.3 publishes (0, 1, 3); enumeration (above) shows it is unique
+    "CPS_2": [0, 1, 3],
+    # the KKT point of min 1/2 x'Hx + c'x, x1 + x2 + x3 >= 6, x >= 0 with
+    # H = [[11,0,10],[0,11,10],[10,10,21]], c = (50, 50, l): [FP99] 10.2.9's
+    # closed form at l = 10 and at the degenerate l = 23 (z3 = w3 = 0)
+    "CPS_4": [2, 2, 2, 92],
+    "CPS_4bis": [3, 3, 0, 83],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CPS_SOLUTIONS))
+def test_cps_instances_with_a_unique_solution(name):
+    """Each published solution is checked exactly; enumeration of all 2^n
+    complementary bases finds no other; the exact lexicographic Lemke and the
+    solver (both covering vectors) return it."""
+    M, q = siconos_cps(name)
+    z_pub = CPS_SOLUTIONS[name]
+    exact_solution_check(M, q, z_pub)
+    sols = enumerate_solutions(M, q)
+    assert sols and all(np.allclose(s, z_pub, atol=1e-9) for s in sols)
+    st, piv, z, _ = exact_lemke(M, q)
+    assert (st, z) == ("solved", z_pub)
+    assert_solver_finds(M, q, z_pub, piv)
+
+
+def test_cps_1_remark_4_1_14_solution_set():
+    """[CPS] Remark 4.1.14 (as the siconos file cites it): M = [[1,1],[1,1]],
+    q = -e; the solution set is the segment z1 + z2 = 1, z >= 0 (w =
+    (z1 + z2 - 1)(1, 1), and z = 0 is infeasible).  The solver returns a
+    point of it with w = 0."""
+    M, q = siconos_cps("CPS_1")
+    for z in ([1, 0], [0, 1], [Fraction(1, 3), Fraction(2, 3)]):
+        assert exact_solution_check(M, q, z) == [0, 0]
+    for r in solve_both_covers(M, q):
+        assert r.status == "solved"
+        assert r.z.min() >= 0 and abs(r.z.sum() - 1.0) <= RTOL
+        np.testing.assert_allclose(r.w, 0.0, atol=RTOL)
+
+
+def test_cps_5_unbounded_solution_ray():
+    """CPS_5: M = [[1,-1],[-1,1]] (PSD, so Lemke processes it), q = (1, -1).
+    w1 + w2 = 0 with w >= 0 forces w = 0, i.e. z2 = z1 + 1: the solution set
+    is the half-line {(t, 1 + t), t >= 0}, unbounded, with one basic
+    solution (0, 1), which enumeration confirms.  The solver must land on
+    the half-line; both covering vectors give (0, 1) in 2 pivots, as the
+    exact Lemke does."""
+    M, q = siconos_cps("CPS_5")
+    assert np.linalg.eigvalsh(np.array(M, float)).min() >= 0
+    for t in (0, 1, Fraction(7, 2), 1000):
+        assert exact_solution_check(M, q, [t, 1 + t]) == [0, 0]
+    sols = enumerate_solutions(M, q)
+    assert len(sols) == 1 and np.allclose(sols[0], [0, 1])
+    st, piv, z, _ = exact_lemke(M, q)
+    assert (st, piv, z) == ("solved", 2, [0, 1])
+    for r in solve_both_covers(M, q):
+        assert r.status == "solved" and r.pivots == 2
+        assert abs(r.z[1] - r.z[0] - 1.0) <= RTOL
+        np.testing.assert_allclose(r.w, 0.0, atol=RTOL)
