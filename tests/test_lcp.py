@@ -676,3 +676,44 @@ def test_warm_start_accepts_previous_basis_and_falls_back():
     # an infeasible problem with a warm start still ends in a ray
     r = lemke(np.zeros((2, 2)), np.array([-1.0, 1.0]), warm_start=np.array([True, False]))
     assert r.status == "ray"
+
+
+def test_warm_start_pivots_from_a_near_basis():
+    """When the guessed basis no longer fits (a larger change of q: a few
+    complementarity flags flip), Lemke runs from that basis with covering
+    vector e in its transformed tableau: a handful of pivots instead of the
+    cold run's, and the same unique solution (M is a P-matrix)."""
+    rng = np.random.default_rng(5)
+    n = 60
+    B = rng.normal(size=(n, n))
+    M = B @ B.T / n + 0.5 * np.eye(n)
+    q1 = rng.normal(size=n)
+    r1 = lemke(M, q1)
+    assert r1.status == "solved"
+    for eps in (0.05, 0.1):
+        q2 = q1 + eps * np.random.default_rng(int(eps * 100)).normal(size=n)
+        cold = lemke(M, q2)
+        warm = lemke(M, q2, warm_start=r1)
+        flips = int((cold.basis != r1.basis).sum())
+        assert flips >= 1 and warm.status == "solved" and not warm.warm_started
+        assert 0 < warm.pivots <= 3 * flips < cold.pivots
+        assert_lcp_solution(M, q2, warm.z, tol=1e-10)
+        np.testing.assert_allclose(warm.z, cold.z, atol=1e-10 * np.abs(cold.z).max())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_warm_start_with_a_singular_guess(seed):
+    """A guess whose principal submatrix is singular (here: every variable
+    of a rank-n/2 PSD problem, as after redundant contacts) is cut to a
+    nonsingular part before Lemke starts from it; the answer is verified
+    either way, and equals the planted solution's w (unique for PSD M)."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    A = rng.normal(size=(n, n // 2))
+    M = A @ A.T
+    q, z_star, w_star = planted(rng, M, degenerate_frac=0.2)
+    for guess in (np.ones(n, bool), z_star > 0, rng.random(n) < 0.7):
+        r = lemke(M, q, warm_start=guess)
+        assert r.status == "solved"
+        assert_lcp_solution(M, q, r.z, tol=1e-9)
+        np.testing.assert_allclose(M @ r.z + q, w_star, atol=1e-8 * max(1.0, np.abs(q).max()))

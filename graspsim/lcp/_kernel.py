@@ -66,15 +66,54 @@ def _lu_factor(A, piv, amin=0.0):
                 A[k, j] = A[p, j]
                 A[p, j] = t
         inv = 1.0 / A[k, k]
+        rowk = A[k, k + 1:].copy()         # a separate row: lets the update vectorise
         for i in range(k + 1, m):
             f = A[i, k] * inv
             if f != 0.0:
                 A[i, k] = f
-                for j in range(k + 1, m):
-                    A[i, j] -= f * A[k, j]
+                Ai = A[i, k + 1:]
+                for j in range(m - k - 1):
+                    Ai[j] -= f * rowk[j]
             else:
                 A[i, k] = 0.0
     return True
+
+
+@njit(cache=True)
+def _lu_inverse(LU, piv):
+    """A^-1 from the factors of :func:`_lu_factor`, solving for all columns of
+    the identity at once (row operations on contiguous rows: vectorised)."""
+    m = LU.shape[0]
+    X = np.zeros((m, m))
+    perm = np.arange(m)
+    for k in range(m):
+        p = piv[k]
+        if p != k:
+            t = perm[k]
+            perm[k] = perm[p]
+            perm[p] = t
+    for i in range(m):                    # X = P I
+        X[i, perm[i]] = 1.0
+    for i in range(m):                    # L Y = P I (L unit lower)
+        Xi = X[i]
+        for j in range(i):
+            f = LU[i, j]
+            if f != 0.0:
+                Xj = X[j]
+                for c in range(m):
+                    Xi[c] -= f * Xj[c]
+    for i in range(m - 1, -1, -1):        # U X = Y
+        Xi = X[i]
+        for j in range(i + 1, m):
+            f = LU[i, j]
+            if f != 0.0:
+                Xj = X[j]
+                for c in range(m):
+                    Xi[c] -= f * Xj[c]
+        inv = 1.0 / LU[i, i]
+        for c in range(m):
+            Xi[c] *= inv
+    return X
 
 
 @njit(cache=True)
@@ -496,15 +535,7 @@ def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
     # singularity judged on the scale of the whole basis matrix (its unit entries included)
     if k > 0 and not _lu_factor(C2, piv, 1.0):
         return False
-    Z = np.empty((k, k))                    # C_S^-1
-    col = np.empty(k)
-    for s_ in range(k):
-        for t in range(k):
-            col[t] = 0.0
-        col[s_] = 1.0
-        _lu_solve(C2, piv, col)
-        for t in range(k):
-            Z[t, s_] = col[t]
+    Z = _lu_inverse(C2, piv) if k > 0 else np.empty((0, 0))   # C_S^-1
     CU = np.empty((m, k))                   # rows of C covered by the unit columns
     for u in range(m):
         v = basis[un[u]]
@@ -536,8 +567,12 @@ def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
 
 @njit(cache=True)
 def _lemke_core(M, D, qs, dcov, max_pivots, check_every, piv_rel, piv_abs,
-                basis, loc, BT, x, a, counters):
-    """Complementary pivoting from the standard start (basis = all w).
+                basis, loc, BT, x, a, counters, warm, start_warm):
+    """Complementary pivoting from the standard start (basis = all w), or,
+    with `start_warm`, from the complementary basis whose basic z's are
+    `warm` (Lemke on its principal pivot transform).  For the warm start the
+    caller passes dcov = B0 e (B0 the warm basis matrix), so that z0's
+    column in the transformed tableau is -e: the covering vector is e there.
 
     On return basis/loc/x describe the final basis and `a` holds the last
     entering column (the ray direction when the status is RAY).
@@ -561,25 +596,43 @@ def _lemke_core(M, D, qs, dcov, max_pivots, check_every, piv_rel, piv_abs,
     ties = np.empty(n, dtype=np.int64)
     mark = np.zeros(n, dtype=np.bool_)
 
-    # initial pivot: z0 enters with column -d.  The leaving row is the
-    # lexicographic maximum of -[q_i, e_i]/d_i = lexmin of [q_i, e_i]/d_i
-    # (no clamping here: these are the negative rows).
+    if start_warm:
+        # the warm complementary basis: z_j in position j for j in `warm`
+        for j in range(n):
+            if warm[j]:
+                _load_col(M, D, AC, have, cmax, j)
+                basis[j] = n + j
+                loc[j] = -1
+                loc[n + j] = j
+                slot[j] = nk
+                ntc[nk] = j
+                nk += 1
+        if not _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
+            return NUMERICAL, 0, nn
+        den = np.ones(n)                  # z0's transformed column is -e
+    else:
+        den = dcov
+    # initial pivot: z0 enters with column -den.  The leaving row is the
+    # lexicographic maximum of -[x_i, Binv_i]/den_i = lexmin of
+    # [x_i, Binv_i]/den_i (no clamping here: these are the negative rows).
     tmin = np.inf
     for i in range(n):
-        tv = x[i] / dcov[i]
+        tv = x[i] / den[i]
         if tv < tmin:
             tmin = tv
+    if tmin >= 0.0:                       # the warm basis is already feasible
+        return SOLVED, 0, nn
     nt = 0
     for i in range(n):
-        if x[i] - dcov[i] * tmin <= 1e-15 * abs(tmin) * dcov[i]:
+        if x[i] - den[i] * tmin <= 1e-15 * abs(tmin) * den[i]:
             ties[nt] = i
             nt += 1
     if nt == 1:
         r = ties[0]
     else:
-        r = _lex_refine(BT, slot, loc, ntc, nk, dcov, ties, nt, mark)
+        r = _lex_refine(BT, slot, loc, ntc, nk, den, ties, nt, mark)
     for i in range(n):
-        a[i] = -dcov[i]
+        a[i] = -den[i]
     entering = nn
     pivots = 0
     since_check = 0
@@ -686,38 +739,146 @@ def _principal_solve(M, D, qs, mask, z):
 
 
 @njit(cache=True)
+def _nonsingular_subset(M, D, mask, out):
+    """out <- a subset of `mask` whose principal submatrix of A = D M D is
+    safely nonsingular: Gaussian elimination with row pivoting that skips a
+    column whose best pivot is below 1e-11 of the largest entry (a dependent
+    column), then the same on the kept set, until nothing is dropped (at most
+    4 rounds; else out is empty).  A contact LCP's last basis is often
+    singular on its z's alone (redundant contacts, z0 left at zero).
+    Returns the size of the subset."""
+    n = mask.shape[0]
+    idx = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        out[i] = False
+        if mask[i]:
+            idx[k] = i
+            k += 1
+    for _ in range(4):
+        if k == 0:
+            return 0
+        S = np.empty((k, k))
+        amax = 1.0
+        for r in range(k):
+            for c in range(k):
+                v = D[idx[r]] * M[idx[r], idx[c]] * D[idx[c]]
+                S[r, c] = v
+                amax = max(amax, abs(v))
+        tiny = 1e-11 * amax
+        keep = np.zeros(k, dtype=np.bool_)
+        r = 0
+        for c in range(k):
+            p = r
+            best = 0.0
+            for i in range(r, k):
+                v = abs(S[i, c])
+                if v > best:
+                    best = v
+                    p = i
+            if best <= tiny:
+                continue
+            keep[c] = True
+            if p != r:
+                for j in range(k):
+                    t = S[r, j]
+                    S[r, j] = S[p, j]
+                    S[p, j] = t
+            inv = 1.0 / S[r, c]
+            rowr = S[r, c + 1:].copy()     # a separate row: lets the update vectorise
+            for i in range(r + 1, k):
+                f = S[i, c] * inv
+                if f != 0.0:
+                    Si = S[i, c + 1:]
+                    for j in range(k - c - 1):
+                        Si[j] -= f * rowr[j]
+            r += 1
+            if r == k:
+                break
+        if r == k:
+            for t in range(k):
+                out[idx[t]] = True
+            return k
+        m = 0
+        for t in range(k):
+            if keep[t]:
+                idx[m] = idx[t]
+                m += 1
+        k = m
+    return 0
+
+
+@njit(cache=True)
 def _basis_solve(M, D, dcov, qs, basis, xf):
-    """xf <- B^{-1} q' by a fresh dense LU of the basis matrix, plus one step
-    of iterative refinement.  False if B is numerically singular."""
+    """xf <- B^{-1} q' by a fresh factorisation of the basis matrix, plus one
+    step of iterative refinement.  False if B is numerically singular.
+
+    As in :func:`_refactor`, only the k non-unit columns (basic z's and z0)
+    are factorised, on the k rows S no unit column covers:
+    C_S y = q'_S, then x_(unit of w_v) = q'_v - C_v y."""
     n = qs.shape[0]
-    B = np.zeros((n, n))
+    covered = np.zeros(n, dtype=np.bool_)
+    nu = np.empty(n, dtype=np.int64)
+    k = 0
     for p in range(n):
         v = basis[p]
         if v < n:
-            B[v, p] = 1.0
-        elif v < 2 * n:
+            covered[v] = True
+        else:
+            nu[k] = p
+            k += 1
+    S = np.empty(k, dtype=np.int64)
+    ks = 0
+    for i in range(n):
+        if not covered[i]:
+            if ks == k:
+                return False
+            S[ks] = i
+            ks += 1
+    if ks != k:
+        return False
+    C = np.empty((n, k))
+    for t in range(k):
+        v = basis[nu[t]]
+        if v < 2 * n:
             j = v - n
+            dj = D[j]
             for i in range(n):
-                B[i, p] = -D[i] * M[i, j] * D[j]
+                C[i, t] = -D[i] * M[i, j] * dj
         else:
             for i in range(n):
-                B[i, p] = -dcov[i]
-    B0 = B.copy()
-    piv = np.empty(n, dtype=np.int64)
-    if not _lu_factor(B, piv):
+                C[i, t] = -dcov[i]
+    C2 = np.empty((k, k))
+    for s_ in range(k):
+        for t in range(k):
+            C2[s_, t] = C[S[s_], t]
+    C20 = C2.copy()
+    piv = np.empty(k, dtype=np.int64)
+    if k > 0 and not _lu_factor(C2, piv, 1.0):
         return False
-    for i in range(n):
-        xf[i] = qs[i]
-    _lu_solve(B, piv, xf)
-    r = np.empty(n)
-    for i in range(n):
-        acc = qs[i]
-        for p in range(n):
-            acc -= B0[i, p] * xf[p]
-        r[i] = acc
-    _lu_solve(B, piv, r)
-    for i in range(n):
-        xf[i] += r[i]
+    y = np.empty(k)
+    for s_ in range(k):
+        y[s_] = qs[S[s_]]
+    if k > 0:
+        _lu_solve(C2, piv, y)
+        r = np.empty(k)
+        for s_ in range(k):
+            acc = qs[S[s_]]
+            for t in range(k):
+                acc -= C20[s_, t] * y[t]
+            r[s_] = acc
+        _lu_solve(C2, piv, r)
+        for t in range(k):
+            y[t] += r[t]
+    for t in range(k):
+        xf[nu[t]] = y[t]
+    for p in range(n):
+        v = basis[p]
+        if v < n:
+            acc = qs[v]
+            for t in range(k):
+                acc -= C[v, t] * y[t]
+            xf[p] = acc
     return True
 
 
@@ -830,9 +991,46 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
         check_every, piv_rel, piv_abs = 1, 1e-9, 1e-11
     else:
         check_every, piv_rel, piv_abs = 16, 1e-11, 1e-12
-    status, pivots, entering = _lemke_core(M, D, qs, dcov, max_pivots, check_every,
-                                           piv_rel, piv_abs, basis, loc, BT, x, a,
-                                           counters)
+    warm_pivots = 0
+    nwarm = 0
+    wsub = np.zeros(n, dtype=np.bool_)
+    if use_warm and dvec.shape[0] != n:
+        nwarm = _nonsingular_subset(M, D, warm, wsub)
+    if nwarm > 0:
+        # The guess did not verify as it is: run Lemke from it, or from its
+        # largest safely nonsingular part (the next time step's LCP is
+        # usually a few pivots away from the last one's basis).
+        # Covering vector e in the transformed tableau: d = B0 e, i.e.
+        # d_i = [w_i basic] - sum over warm j of A_ij.  Lemke's guarantees
+        # are for the standard start, so anything but a verified solution
+        # falls back to the standard start with the rest of the budget.
+        dw = np.empty(n)
+        for i in range(n):
+            dw[i] = 0.0 if wsub[i] else 1.0
+        for j in range(n):
+            if wsub[j]:
+                dj = D[j]
+                for i in range(n):
+                    dw[i] -= D[i] * M[i, j] * dj
+        status, pivots, entering = _lemke_core(M, D, qs, dw, max_pivots, check_every,
+                                               piv_rel, piv_abs, basis, loc, BT, x, a,
+                                               counters, wsub, True)
+        z0p = loc[2 * n]
+        if status == SOLVED or (z0p >= 0 and x[z0p] <= 1e-9 * (1.0 + np.abs(x).max())):
+            ok, res = _recover(M, q, D, s, dw, qs, x, basis, loc, zb, zs, z, w, tol)
+            if ok:
+                return SOLVED, pivots, res, False, counters[0]
+        for i in range(n):
+            z[i] = 0.0
+            w[i] = q[i]
+            zb[i] = False
+        warm_pivots = pivots
+        if warm_pivots >= max_pivots:
+            return MAX_PIVOTS, warm_pivots, np.inf, False, counters[0]
+    status, pivots, entering = _lemke_core(M, D, qs, dcov, max_pivots - warm_pivots,
+                                           check_every, piv_rel, piv_abs, basis, loc, BT,
+                                           x, a, counters, warm, False)
+    pivots += warm_pivots
     nref = counters[0]
     z0p = loc[2 * n]
     if status == SOLVED or (z0p >= 0 and x[z0p] <= 1e-9 * (1.0 + np.abs(x).max())):
