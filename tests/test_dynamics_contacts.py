@@ -243,3 +243,23 @@ def test_a_touching_pair_moving_into_contact_does_not_stall_time(tmp_path):
     # the contact rows stopped it: at most one step's travel (0.25 mm) of overlap, then pushed out
     assert sim.body_pose("box")[2, 3] > 0.03 - 0.1 * sim.dt - 1e-9
     assert abs(sim.body_velocity("box")[2]) < 0.1
+
+
+@pytest.mark.parametrize("tiny", [1e-12, 1e-9])
+def test_a_tiny_step_does_not_turn_error_correction_into_a_launch(tiny):
+    """A caller reaching a time grid may ask for a step of a few ps.  The error correction of a
+    resting contact (eq. 19: towards half the threshold, 50 um away at separation 0) must not ask
+    for gamma * 50 um / h (1e7 m/s at 1 ps): it acts over at least the step the simulator was built
+    with, so the tiny step moves the box by at most 0.2 * 50 um / 2.5 ms = 4 mm/s, and the box stays
+    at rest on the steps after it."""
+    w = graspsim.load_world(MODELS / "box_drop.yaml")
+    w.bodies["box"].pose = spatial.translation([0.0, 0.0, 0.03])     # touching, 50 um below target
+    sim = Simulator(w)
+    h = sim.dt
+    sim.dt = tiny
+    sim.step()
+    assert np.linalg.norm(sim.body_velocity("box")[:3]) <= 0.2 * 0.5 * THR / h * (1 + 1e-6)
+    sim.dt = h
+    sim.run(0.5)
+    assert np.abs(sim.body_velocity("box")).max() < 1e-6
+    assert abs(sim.body_pose("box")[2, 3] - (0.03 + 0.5 * THR)) < 2e-6

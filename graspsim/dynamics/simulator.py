@@ -80,7 +80,7 @@ class Simulator:
     """Time-stepping rigid-body simulation of a :class:`~graspsim.world.World`.
 
     Parameters: ``dt`` step (s, default the world's), ``friction_directions`` u per contact (default
-    8), ``gamma`` error-correction factor (0.2), ``threshold`` contact distance (default the world's,
+    8), ``gamma`` error-correction factor (0.2; per step, over at least the step given at construction), ``threshold`` contact distance (default the world's,
     0.1 mm), ``static_speed`` static/kinetic switch (1 mm/s), ``gravity`` (default the world's),
     ``lemke``: None (default) solves each island with the compiled solver and the project's Lemke;
     an LCP solver ``lemke(M, q, warm_start=None) -> LCPResult`` runs the reference implementation of
@@ -101,6 +101,10 @@ class Simulator:
         if self.u < 2 or self.u % 2:
             raise ValueError("friction_directions must be an even number >= 2 (each direction with its opposite)")
         self.gamma = float(gamma)
+        # error correction removes gamma of a position error per step of at least this length (the
+        # step at construction): a caller's tiny step (a few ns to reach a time grid) would otherwise
+        # ask for gamma * error / h, e.g. 0.2 * 50 um / 1 ps = 1e7 m/s, and keep that velocity
+        self._h_correction = self.dt
         self.threshold = float(threshold if threshold is not None else desc.contact_threshold)
         self.static_speed = float(static_speed)
         self.gravity = np.asarray(desc.gravity if gravity is None else gravity, dtype=float)
@@ -337,10 +341,11 @@ class Simulator:
         eq = self._equality_rows(F, com_W, V)
         coup, hold = self._coupling_rows(st, rate_ext, jq, s, h)
         hard_err = np.concatenate([eq.rhs, coup.rhs])     # position errors (m, rad)
+        hc = max(h, self._h_correction)                   # see __init__
         for r in (eq, coup):
-            r.rhs = -self.gamma * r.rhs / h                 # eq. (16)
-        limits = self._limit_rows(st, rate_ext, jq, h)
-        normals, frictions = self._contact_rows(contacts, com_W, h, V)
+            r.rhs = -self.gamma * r.rhs / hc                # eq. (16)
+        limits = self._limit_rows(st, rate_ext, jq, hc)
+        normals, frictions = self._contact_rows(contacts, com_W, hc, V)
         if self.restitution and contacts is not None:
             normals.rhs = np.minimum(normals.rhs, self._restitution_bias(contacts, s.v, com_W))
         if V is not None:   # kinematic bodies' motion: equality targets shift, inequality biases grow
