@@ -143,6 +143,9 @@ class Simulator:
         self._kinematic: dict[int, Callable] = {}
         self._warm: dict = {}      # island (bodies, limit rows, contacts) -> last LCP basis (warm start)
         self._level: dict = {}     # island bodies -> contact-compliance retry level that last worked
+        # last step's contacts and their LCP flags (basic normal, friction, lambda variables): a warm
+        # start for an island whose contact set changed (points matched by body pair and position)
+        self._cwarm = None
         # joint connectivity of dynamic bodies (islands grow from these components by contacts)
         slot = self.bodies.slot
         pj, cj = slot[self.js.parent], slot[self.js.child]
@@ -741,6 +744,25 @@ class Simulator:
         e = np.array([table.restitution_of(mats[a], mats[b]) for a, b in zip(contacts.body_a, contacts.body_b)])
         return np.where(vn < -self.restitution_speed, e * vn, 0.0)
 
+    def _matched_warm(self, contacts, cidx, nlim: int, radius: float = 2e-3):
+        """A warm-start guess for an island whose contacts differ from last step's: each contact takes
+        the LCP flags of last step's nearest contact between the same two bodies within ``radius`` (m),
+        a new contact none (its w's basic), a joint limit none.  None when nothing matches.  Lemke
+        verifies whatever it is given, so a poor guess costs time, never correctness."""
+        if self._cwarm is None:
+            return None
+        pa, pb, pp, pf = self._cwarm
+        a, b, p = contacts.body_a[cidx], contacts.body_b[cidx], contacts.point[cidx]
+        d2 = ((p[:, None, :] - pp[None, :, :]) ** 2).sum(-1)
+        d2[(a[:, None] != pa[None, :]) | (b[:, None] != pb[None, :])] = np.inf
+        j = np.argmin(d2, axis=1)
+        hit = d2[np.arange(len(cidx)), j] <= radius * radius
+        if not hit.any():
+            return None
+        f = np.where(hit[:, None], pf[j], False)
+        u = self.u
+        return np.concatenate([np.zeros(nlim, np.bool_), f[:, 0], f[:, 1:1 + u].reshape(-1), f[:, 1 + u]])
+
     def _islands(self, contacts):
         """Step 9: islands = joint components merged by contacts between two dynamic bodies."""
         if contacts is None:
@@ -764,6 +786,7 @@ class Simulator:
         hard_impulse = np.zeros(sizes[0])
         dx = np.zeros((nb, 6))
         lcp_sizes, pivots = [], 0
+        cflags = np.zeros((0 if contacts is None else len(contacts), self.u + 2), np.bool_)
         order = np.argsort(labels, kind="stable")
         bounds = np.searchsorted(labels[order], np.arange(n_isl + 1))
         compiled = self._lemke is None
@@ -785,6 +808,8 @@ class Simulator:
             key_w = (tuple(slots.tolist()), len(rows[2]), len(cidx))
             level = self._level.get(key_w[0], 0)
             warm = self._warm.get(key_w)
+            if warm is None and len(cidx):
+                warm = self._matched_warm(contacts, cidx, len(rows[2]))
             describe = lambda: (f"island {isl} with bodies "
                                 f"{', '.join(self.table.names[self.bodies.table_index[x]] for x in slots)}")
             if compiled:
@@ -823,6 +848,11 @@ class Simulator:
                     dx[slots] = project_positions(Minv[slots], Je[:, :n_h], err).reshape(-1, 6)
             if m:
                 self._warm[key_w] = basis
+                if len(cidx):
+                    k, nl = len(cidx), len(rows[2])
+                    cflags[cidx, 0] = basis[nl:nl + k]
+                    cflags[cidx, 1:1 + self.u] = basis[nl + k:nl + k + k * self.u].reshape(k, self.u)
+                    cflags[cidx, 1 + self.u] = basis[nl + k + k * self.u:nl + 2 * k + k * self.u]
                 # remember a softer level that was needed; relax back one level at a time
                 self._level[key_w[0]] = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
                 lcp_sizes.append(m)
@@ -832,6 +862,8 @@ class Simulator:
                 impulses[cidx] = RK.contact_impulses(z, len(rows[2]), cidx, contacts.normal, contacts.tangent1,
                                                      contacts.tangent2, self.u)
             hard_impulse[rows[0]] = ce[:n_h]
+        self._cwarm = None if contacts is None or not len(contacts) else (
+            contacts.body_a, contacts.body_b, contacts.point, cflags)
         info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
 
