@@ -158,6 +158,55 @@ def _boxes_meet(lo, hi, r, blo, bhi, m):
 
 
 @njit(cache=True)
+def _carried_meets(lo, hi, r, R, t, blo, bhi, m):
+    """Do the bounds lo[r], hi[r], carried by x' = R x + t into another frame (their bounding box
+    there), meet [blo, bhi] inflated by m?"""
+    for j in range(3):
+        c = t[j]
+        e = 0.0
+        for k in range(3):
+            ck = 0.5 * (lo[r, k] + hi[r, k])
+            ek = 0.5 * (hi[r, k] - lo[r, k])
+            c += R[j, k] * ck
+            e += abs(R[j, k]) * ek
+        if c - e > bhi[j] + m or c + e < blo[j] - m:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _cull_tris_both(P, ia, clo, chi, R, t, blo, bhi, m):
+    """Like :func:`_cull_tris` for body ia against [clo, chi] (ia's frame), keeping only what also
+    meets [blo, bhi] in the other body's frame (x_B = R x_A + t).  The first box is the other
+    body's bounds seen from ia, which for a large or tilted body (a table under a held mug) covers
+    all of ia; the second test is tight."""
+    nt = P[P_TCNT][ia]
+    t_end = P[P_TOFF][ia] + nt
+    CLT = P[P_CLT]
+    CLS = P[P_CLS]
+    CLLO = P[P_CLLO]
+    CLHI = P[P_CLHI]
+    TBLO = P[P_TBLO]
+    TBHI = P[P_TBHI]
+    c0 = P[P_COFF][ia]
+    c1 = c0 + P[P_CCNT][ia]
+    out = np.empty(nt, np.int64)
+    k = 0
+    for c in range(c0, c1):
+        if not _boxes_meet(CLLO, CLHI, c, clo, chi, m) or not _carried_meets(CLLO, CLHI, c, R, t, blo, bhi, m):
+            continue
+        end = CLS[c + 1] if c + 1 < c1 else t_end
+        for x in range(CLS[c], end):
+            tr = CLT[x]
+            if _boxes_meet(TBLO, TBHI, tr, clo, chi, m) and _carried_meets(TBLO, TBHI, tr, R, t, blo, bhi, m):
+                out[k] = tr
+                k += 1
+    res = out[:k]
+    res.sort()
+    return res
+
+
+@njit(cache=True)
 def _cull_tris(P, ib, blo, bhi, m):
     """Indices (ascending) of body ib's triangles whose bounds meet [blo, bhi] inflated by m (ib's
     shape frame); clusters of triangles whose joint bounds miss are skipped whole."""
@@ -310,7 +359,7 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
                 x += R[k, i] * (cb[k] - t[k])
             clo[i] = min(clo[i], x)
             chi[i] = max(chi[i], x)
-    tris_a = _cull_tris(P, ia, clo, chi, 2.0 * thr)
+    tris_a = _cull_tris_both(P, ia, clo, chi, R, t, blo, bhi, 2.0 * thr)
     if tris_a.size == 0:
         return cnt, cnt2
     seen = np.zeros(P[P_ECNT][ia], np.bool_)
@@ -327,8 +376,6 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
     # ia's vertices on those edges, in ib's frame
     VA_ = np.empty((nv, 3))
     done = np.zeros(nv, np.bool_)
-    alo = np.full(3, np.inf)
-    ahi = np.full(3, -np.inf)
     for e in edges:
         for side in range(2):
             k = E[e, side] - v0
@@ -338,10 +385,24 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
             x = add(_mv(R, V[v0 + k]), t)
             for j in range(3):
                 VA_[k, j] = x[j]
-                alo[j] = min(alo[j], x[j])
-                ahi[j] = max(ahi[j], x[j])
-    if ne_ == 0:
+    # the edges that meet ib's bounds, and their joint bounds (ib's triangles are culled by these:
+    # a long edge far from ib, e.g. a table's rim around a mug, no longer widens them)
+    alo = np.full(3, np.inf)
+    ahi = np.full(3, -np.inf)
+    nl = 0
+    for e in edges:
+        p = v3(VA_[E[e, 0] - v0])
+        q = v3(VA_[E[e, 1] - v0])
+        if not _seg_box(p, q, blo, bhi, thr):
+            continue
+        edges[nl] = e
+        nl += 1
+        for j in range(3):
+            alo[j] = min(alo[j], p[j], q[j])
+            ahi[j] = max(ahi[j], p[j], q[j])
+    if nl == 0:
         return cnt, cnt2
+    edges = edges[:nl]
     tris = _cull_tris(P, ib, alo, ahi, thr)
     if tris.size == 0:
         return cnt, cnt2
@@ -352,8 +413,6 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
     for e in edges:
         p = v3(VA_[E[e, 0] - v0])
         q = v3(VA_[E[e, 1] - v0])
-        if not _seg_box(p, q, blo, bhi, thr):
-            continue
         d = sub(q, p)
         Ld = norm(d)
         n1 = _mv(R, EN[e, 0])  # normals of the edge's faces, in ib's frame
