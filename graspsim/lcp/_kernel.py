@@ -970,37 +970,15 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
             dcov[i] = 1.0
     zs = np.zeros(n)
     res = np.inf
-    wsub = np.zeros(n, dtype=np.bool_)   # the guess Lemke may start from (below)
-    nwarm = 0
     if use_warm:                          # try the guessed basis directly
-        for i in range(n):
-            wsub[i] = warm[i]
-        ok = _principal_solve(M, D, qs, wsub, zs)
-        if not ok:
-            # singular on its z's alone (redundant contacts): its largest safely nonsingular part
-            if _nonsingular_subset(M, D, warm, wsub) > 0:
-                ok = _principal_solve(M, D, qs, wsub, zs)
-        if ok:
+        if _principal_solve(M, D, qs, warm, zs):
             for i in range(n):
                 z[i] = s * D[i] * zs[i]
             res = _verify(M, q, z, w, D, s)
             if res <= tol:
                 for i in range(n):
-                    zb[i] = wsub[i]
+                    zb[i] = warm[i]
                 return SOLVED, 0, res, False, 0
-            # how far off is the guess?  Lemke from it pays for a dense start (all its z's
-            # basic), which only pays off when a few complementarity flags changed
-            zm = 0.0
-            for i in range(n):
-                zm = max(zm, abs(zs[i]))
-            viol = 0
-            for i in range(n):
-                if zs[i] < -1e-9 * zm or (w[i] < 0.0 and not wsub[i]):
-                    viol += 1
-            if viol <= max(8, n // 50):
-                for i in range(n):
-                    if wsub[i]:
-                        nwarm += 1
             for i in range(n):
                 z[i] = 0.0
                 w[i] = q[i]
@@ -1014,7 +992,11 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
     else:
         check_every, piv_rel, piv_abs = 16, 1e-11, 1e-12
     warm_pivots = 0
-    if nwarm > 0 and dvec.shape[0] != n:
+    nwarm = 0
+    wsub = np.zeros(n, dtype=np.bool_)
+    if use_warm and dvec.shape[0] != n:
+        nwarm = _nonsingular_subset(M, D, warm, wsub)
+    if nwarm > 0:
         # The guess did not verify as it is: run Lemke from it, or from its
         # largest safely nonsingular part (the next time step's LCP is
         # usually a few pivots away from the last one's basis).
