@@ -335,7 +335,9 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
     """Edges of polyhedron ia against faces of polyhedron ib, in ib's frame.
 
     Face contacts go to C (the edge clipped to the face's prism and height band [-thr, thr]);
-    with ``sharp``, contacts of sharp edges with sharp edges/vertices go to C2.
+    with ``sharp``, contacts of sharp edges with sharp edges/vertices go to C2.  Returns
+    (cnt, cnt2, near): ``near`` is False when no edge came within thr of a triangle's plane inside
+    its bounds, in which case the same pass with ``sharp`` cannot find anything either.
     """
     R, t = _rel(X[ia], X[ib])
     V = P[P_V]
@@ -361,7 +363,7 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
             chi[i] = max(chi[i], x)
     tris_a = _cull_tris_both(P, ia, clo, chi, R, t, blo, bhi, 2.0 * thr)
     if tris_a.size == 0:
-        return cnt, cnt2
+        return cnt, cnt2, False
     seen = np.zeros(P[P_ECNT][ia], np.bool_)
     edges = np.empty(3 * tris_a.size, np.int64)
     ne_ = 0
@@ -401,15 +403,16 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
             alo[j] = min(alo[j], p[j], q[j])
             ahi[j] = max(ahi[j], p[j], q[j])
     if nl == 0:
-        return cnt, cnt2
+        return cnt, cnt2, False
     edges = edges[:nl]
     tris = _cull_tris(P, ib, alo, ahi, thr)
     if tris.size == 0:
-        return cnt, cnt2
+        return cnt, cnt2, False
     TBlo = P[P_TBLO]
     TBhi = P[P_TBHI]
     EN = P[P_EN]
     RB, tB = _rt(X[ib])
+    near = False
     for e in edges:
         p = v3(VA_[E[e, 0] - v0])
         q = v3(VA_[E[e, 1] - v0])
@@ -425,6 +428,7 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
             hq = dot(sub(q, a), n)
             if (hp > thr and hq > thr) or (hp < -thr and hq < -thr):
                 continue  # the edge never comes within thr of the triangle's plane
+            near = True
             if not sharp:
                 if -dot(n1, n) <= FACING and -dot(n2, n) <= FACING:
                     continue  # grazing: neither of the edge's faces looks at this face
@@ -450,7 +454,7 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
                     else:
                         nn = neg(pn)
                     cnt2 = _emit(C2, cnt2, RB, tB, x, y, nn, dd if out else -dd, flip)
-    return cnt, cnt2
+    return cnt, cnt2, near
 
 
 @njit(cache=True)
@@ -946,11 +950,13 @@ def pair_candidates(ia, ib, X, P, thr, C, C2):
     elif kb == CYLINDER and pa:
         cnt, cnt2 = _cyl_poly(ib, ia, X, P, thr, C, cnt, C2, cnt2, True)
     else:  # polyhedra (a cylinder against a cylinder: their prisms)
-        cnt, cnt2 = _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, False, False)
-        cnt, cnt2 = _poly_pass(ib, ia, X, P, thr, C, cnt, C2, cnt2, True, False)
-        if cnt == 0:
-            cnt, cnt2 = _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, False, True)
-            cnt, cnt2 = _poly_pass(ib, ia, X, P, thr, C, cnt, C2, cnt2, True, True)
+        cnt, cnt2, near_ab = _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, False, False)
+        cnt, cnt2, near_ba = _poly_pass(ib, ia, X, P, thr, C, cnt, C2, cnt2, True, False)
+        if cnt == 0:   # sharp features only where some edge came near a face's plane
+            if near_ab:
+                cnt, cnt2, _ = _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, False, True)
+            if near_ba:
+                cnt, cnt2, _ = _poly_pass(ib, ia, X, P, thr, C, cnt, C2, cnt2, True, True)
     if cnt == 0 and cnt2 > 0:
         if cnt2 > C2.shape[0] or cnt2 > C.shape[0]:
             return max(cnt2, C.shape[0] + 1)
