@@ -189,6 +189,20 @@ def test_restitution_bounce_ratio(restitution):
     assert apex == pytest.approx(0.25 * 0.2, rel=0.05)
 
 
+def _touching_box_moving_down(tmp_path):
+    """A 6 cm cube whose face touches the table at 1e-12 m (inside the contact threshold, not
+    interpenetrating), moving down at 0.1 m/s."""
+    (tmp_path / "w.yaml").write_text(
+        "world: touch\nobjects:\n"
+        f"  - {{name: box, file: {ROOT / 'objects/cube.yaml'}, pose: {{xyz: [0, 0, {0.03 + 1e-12!r}]}}}}\n"
+        f"obstacles:\n  - {{name: table, file: {ROOT / 'objects/table.yaml'}}}\n")
+    sim = Simulator(graspsim.load_world(tmp_path / "w.yaml"))
+    st = sim.save_state()
+    st.v[0, 2] = -0.1
+    sim.restore_state(st)
+    return sim
+
+
 def test_an_impact_search_ending_at_fraction_zero_takes_the_whole_step(tmp_path, monkeypatch):
     """The pair in the 20-box drop that stalled time (box9-box17: separation 4.6e-13 m at the start,
     interpenetrating at every fraction > 0) made the impact search return exactly 0, and the step
@@ -198,14 +212,7 @@ def test_an_impact_search_ending_at_fraction_zero_takes_the_whole_step(tmp_path,
     kernel finds the face and its rows stop the box; the next steps are whole again."""
     import graspsim.collision as C
 
-    (tmp_path / "w.yaml").write_text(
-        "world: touch\nobjects:\n"
-        f"  - {{name: box, file: {ROOT / 'objects/cube.yaml'}, pose: {{xyz: [0, 0, {0.03 + 1e-12!r}]}}}}\n"
-        f"obstacles:\n  - {{name: table, file: {ROOT / 'objects/table.yaml'}}}\n")
-    sim = Simulator(graspsim.load_world(tmp_path / "w.yaml"))
-    st = sim.save_state()
-    st.v[0, 2] = -0.1
-    sim.restore_state(st)
+    sim = _touching_box_moving_down(tmp_path)
     calls = []
     monkeypatch.setattr(C, "localize_impact", lambda *a, **k: calls.append(1) or 0.0)
     info = sim.step()
@@ -229,14 +236,7 @@ def test_a_touching_pair_moving_into_contact_does_not_stall_time(tmp_path):
     interpenetrates, so the impact search ends next to fraction 0 (here 2e-6).  That is a contact
     already (its rows stop the box): at most one step may be cut short, and time must go on.  (A
     search ending at exactly 0: the test above.)"""
-    (tmp_path / "w.yaml").write_text(
-        "world: touch\nobjects:\n"
-        f"  - {{name: box, file: {ROOT / 'objects/cube.yaml'}, pose: {{xyz: [0, 0, {0.03 + 1e-12!r}]}}}}\n"
-        f"obstacles:\n  - {{name: table, file: {ROOT / 'objects/table.yaml'}}}\n")
-    sim = Simulator(graspsim.load_world(tmp_path / "w.yaml"))
-    st = sim.save_state()
-    st.v[0, 2] = -0.1
-    sim.restore_state(st)
+    sim = _touching_box_moving_down(tmp_path)
     for _ in range(20):
         sim.step()
     assert sim.time >= 19 * sim.dt

@@ -136,6 +136,18 @@ def tables(out):
          f"{med.get(('grasp', 'pybullet'), {}).get('version', '?')}, MuJoCo "
          f"{med.get(('grasp', 'mujoco'), {}).get('version', '?')}.", ""]
 
+    def scene_rows(scene, ncols):
+        """(config, median result) of the scene's configurations that ran; a failed one gets a
+        row of ``ncols`` cells in L saying why."""
+        for c in cfg:
+            r = c["median"]
+            if c["scene"] != scene:
+                continue
+            if not r["n_runs"]:
+                L.append(f"| {c['label']} | failed: {c['runs'][0]['error'][-120:]!r} |" + " |" * (ncols - 2))
+                continue
+            yield c, r
+
     def speed_cells(r, scene):
         pb, mj = med.get((scene, "pybullet"), {}), med.get((scene, "mujoco"), {})
         cpu_us = 1e6 / r["steps_per_s_cpu"]
@@ -151,13 +163,7 @@ def tables(out):
           "| CPU time / MuJoCo's | lifted | obj dz mm | slip t=1..3 s mm (z) | slip hold mm | obj rot deg "
           "| hand-obj contacts in hold (loaded) | all contacts in hold | runs |",
           "|" + "---|" * 15]
-    for c in cfg:
-        r = c["median"]
-        if c["scene"] != "grasp":
-            continue
-        if not r["n_runs"]:
-            L.append(f"| {c['label']} | failed: {c['runs'][0]['error'][-120:]!r} |" + " |" * 13)
-            continue
+    for c, r in scene_rows("grasp", 15):
         L.append(f"| {c['label']} | {speed_cells(r, 'grasp')} | {yes_no(r['lifted'])} | {1e3 * r['obj_dz']:.1f} | "
                  f"{1e3 * r['slip_lift_hold']:.3f} ({1e3 * r['slip_z_lift_hold']:+.3f}) | "
                  f"{1e3 * r['slip_hold']:.3f} | {r['obj_rot_lift_hold_deg']:.2f} | "
@@ -177,13 +183,7 @@ def tables(out):
           "| simulator | CPU µs/step, median [min-max] | wall µs/step | RTF CPU | RTF wall | CPU time / PyBullet's "
           "| CPU time / MuJoCo's | simulated s | contacts at end (loaded) | max box speed at end m/s | top box z m "
           "| runs |", "|" + "---|" * 12]
-    for c in cfg:
-        r = c["median"]
-        if c["scene"] != "drop":
-            continue
-        if not r["n_runs"]:
-            L.append(f"| {c['label']} | failed: {c['runs'][0]['error'][-120:]!r} |" + " |" * 10)
-            continue
+    for c, r in scene_rows("drop", 12):
         simulated = f"{r['sim_time']:.3g}"
         if r.get("completed", True) is not True:
             simulated += " (**incomplete**, see below)"

@@ -175,30 +175,34 @@ def _carried_meets(lo, hi, r, R, t, blo, bhi, m):
 
 
 @njit(cache=True)
-def _cull_tris_both(P, ia, clo, chi, R, t, blo, bhi, m):
-    """Like :func:`_cull_tris` for body ia against [clo, chi] (ia's frame), keeping only what also
-    meets [blo, bhi] in the other body's frame (x_B = R x_A + t).  The first box is the other
-    body's bounds seen from ia, which for a large or tilted body (a table under a held mug) covers
-    all of ia; the second test is tight."""
-    nt = P[P_TCNT][ia]
-    t_end = P[P_TOFF][ia] + nt
+def _cull(P, ib, blo, bhi, m, carried, R, t, olo, ohi):
+    """Indices (ascending) of body ib's triangles whose bounds meet [blo, bhi] inflated by m (ib's
+    shape frame); clusters of triangles whose joint bounds miss are skipped whole.  With
+    ``carried``, a triangle (cluster) must also meet [olo, ohi] + m in the other body's frame,
+    its bounds carried there by x_O = R x + t: [blo, bhi] is then the other body's bounds seen
+    from ib, which for a large or tilted body (a table under a held mug) covers all of ib, and the
+    second test is the tight one."""
+    nt = P[P_TCNT][ib]
+    t_end = P[P_TOFF][ib] + nt
     CLT = P[P_CLT]
     CLS = P[P_CLS]
     CLLO = P[P_CLLO]
     CLHI = P[P_CLHI]
     TBLO = P[P_TBLO]
     TBHI = P[P_TBHI]
-    c0 = P[P_COFF][ia]
-    c1 = c0 + P[P_CCNT][ia]
+    c0 = P[P_COFF][ib]
+    c1 = c0 + P[P_CCNT][ib]
     out = np.empty(nt, np.int64)
     k = 0
     for c in range(c0, c1):
-        if not _boxes_meet(CLLO, CLHI, c, clo, chi, m) or not _carried_meets(CLLO, CLHI, c, R, t, blo, bhi, m):
+        if not _boxes_meet(CLLO, CLHI, c, blo, bhi, m) or (
+                carried and not _carried_meets(CLLO, CLHI, c, R, t, olo, ohi, m)):
             continue
         end = CLS[c + 1] if c + 1 < c1 else t_end
         for x in range(CLS[c], end):
             tr = CLT[x]
-            if _boxes_meet(TBLO, TBHI, tr, clo, chi, m) and _carried_meets(TBLO, TBHI, tr, R, t, blo, bhi, m):
+            if _boxes_meet(TBLO, TBHI, tr, blo, bhi, m) and (
+                    not carried or _carried_meets(TBLO, TBHI, tr, R, t, olo, ohi, m)):
                 out[k] = tr
                 k += 1
     res = out[:k]
@@ -206,30 +210,13 @@ def _cull_tris_both(P, ia, clo, chi, R, t, blo, bhi, m):
     return res
 
 
+_NO_R = np.eye(3)
+
+
 @njit(cache=True)
 def _cull_tris(P, ib, blo, bhi, m):
-    """Indices (ascending) of body ib's triangles whose bounds meet [blo, bhi] inflated by m (ib's
-    shape frame); clusters of triangles whose joint bounds miss are skipped whole."""
-    nt = P[P_TCNT][ib]
-    t_end = P[P_TOFF][ib] + nt
-    CLT = P[P_CLT]
-    CLS = P[P_CLS]
-    c0 = P[P_COFF][ib]
-    c1 = c0 + P[P_CCNT][ib]
-    out = np.empty(nt, np.int64)
-    k = 0
-    for c in range(c0, c1):
-        if not _boxes_meet(P[P_CLLO], P[P_CLHI], c, blo, bhi, m):
-            continue
-        end = CLS[c + 1] if c + 1 < c1 else t_end
-        for x in range(CLS[c], end):
-            t = CLT[x]
-            if _boxes_meet(P[P_TBLO], P[P_TBHI], t, blo, bhi, m):
-                out[k] = t
-                k += 1
-    res = out[:k]
-    res.sort()
-    return res
+    """:func:`_cull` in ib's frame only."""
+    return _cull(P, ib, blo, bhi, m, False, _NO_R, (0.0, 0.0, 0.0), blo, bhi)
 
 
 @njit(cache=True)
@@ -361,7 +348,7 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
                 x += R[k, i] * (cb[k] - t[k])
             clo[i] = min(clo[i], x)
             chi[i] = max(chi[i], x)
-    tris_a = _cull_tris_both(P, ia, clo, chi, R, t, blo, bhi, 2.0 * thr)
+    tris_a = _cull(P, ia, clo, chi, 2.0 * thr, True, R, t, blo, bhi)
     if tris_a.size == 0:
         return cnt, cnt2, False
     seen = np.zeros(P[P_ECNT][ia], np.bool_)

@@ -478,6 +478,36 @@ def _basis_residual(AC, dcov, qs, basis, x):
 
 
 @njit(cache=True)
+def _basis_blocks(basis, n):
+    """The structure of a basis matrix: positions nu[:k] of its non-unit columns (basic z's and
+    z0), positions un[:n-k] of its unit columns (basic w's), and the k rows S no unit column
+    covers.  ok is False when S does not have k rows (a malformed basis)."""
+    covered = np.zeros(n, dtype=np.bool_)
+    nu = np.empty(n, dtype=np.int64)
+    un = np.empty(n, dtype=np.int64)
+    k = 0
+    m = 0
+    for p in range(n):
+        v = basis[p]
+        if v < n:
+            covered[v] = True
+            un[m] = p
+            m += 1
+        else:
+            nu[k] = p
+            k += 1
+    S = np.empty(k, dtype=np.int64)
+    ks = 0
+    for i in range(n):
+        if not covered[i]:
+            if ks == k:
+                return nu, un, S, k, False
+            S[ks] = i
+            ks += 1
+    return nu, un, S, k, ks == k
+
+
+@njit(cache=True)
 def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
     """Recompute the stored columns of Binv and x = Binv q' from the basis.
     False if the basis matrix is singular.
@@ -491,31 +521,9 @@ def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
     so the work is a k x k LU and an (n - k) x k x k product, not an n x n
     LU (k is the number of basic z's, often half of n or less)."""
     n = qs.shape[0]
-    covered = np.zeros(n, dtype=np.bool_)
-    nu = np.empty(n, dtype=np.int64)        # basis positions of the non-unit columns
-    un = np.empty(n, dtype=np.int64)        # basis positions of the unit columns
-    k = 0
-    m = 0
-    for p in range(n):
-        v = basis[p]
-        if v < n:
-            covered[v] = True
-            un[m] = p
-            m += 1
-        else:
-            nu[k] = p
-            k += 1
-    if k != nk:
-        return False
-    S = np.empty(k, dtype=np.int64)
-    ks = 0
-    for i in range(n):
-        if not covered[i]:
-            if ks == k:
-                return False
-            S[ks] = i
-            ks += 1
-    if ks != k:
+    nu, un, S, k, ok = _basis_blocks(basis, n)
+    m = n - k
+    if not ok or k != nk:
         return False
     C = np.empty((n, k))
     for t in range(k):
@@ -817,25 +825,8 @@ def _basis_solve(M, D, dcov, qs, basis, xf):
     are factorised, on the k rows S no unit column covers:
     C_S y = q'_S, then x_(unit of w_v) = q'_v - C_v y."""
     n = qs.shape[0]
-    covered = np.zeros(n, dtype=np.bool_)
-    nu = np.empty(n, dtype=np.int64)
-    k = 0
-    for p in range(n):
-        v = basis[p]
-        if v < n:
-            covered[v] = True
-        else:
-            nu[k] = p
-            k += 1
-    S = np.empty(k, dtype=np.int64)
-    ks = 0
-    for i in range(n):
-        if not covered[i]:
-            if ks == k:
-                return False
-            S[ks] = i
-            ks += 1
-    if ks != k:
+    nu, _, S, k, ok = _basis_blocks(basis, n)
+    if not ok:
         return False
     C = np.empty((n, k))
     for t in range(k):
