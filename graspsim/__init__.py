@@ -8,35 +8,69 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from pathlib import Path
 
 from .errors import CollisionError, ModelError, SimulationError
 
 
-def _numba_cache_dir() -> None:
-    """Cache compiled kernels in a directory keyed by the package's source.
+_KERNEL_IMPORT = re.compile(rb"^(?:from numba[ .]|import numba\b)", re.M)
+_KEEP_CACHES = 4
 
-    numba's on-disk cache checks only the timestamp of the file that holds a function; a compiled
+
+def _numba_cache_dir() -> None:
+    """Cache compiled kernels in a directory keyed by the source of the kernel files only.
+
+    numba's on-disk cache checks only the source of the file that holds a function; a compiled
     kernel that calls a kernel of another file (the island solver calls the Lemke kernel) keeps the
-    old callee after that file changes.  A directory per source hash makes any change start from a
-    clean cache.  ``NUMBA_CACHE_DIR`` set by the user wins.
+    old callee after that file changes.  A directory per hash of every file that imports numba makes
+    a kernel change start from a clean cache, while edits elsewhere keep it.  The locator in
+    :mod:`graspsim._numba_locator` files kernels by their place in the package, not by the
+    checkout's absolute path, so clones share one cache; only the newest few directories are kept.
+    ``NUMBA_CACHE_DIR`` set by the user wins.
     """
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     h = hashlib.sha1()
     root = Path(__file__).resolve().parent
     for f in sorted(root.rglob("*.py")):
-        h.update(f.relative_to(root).as_posix().encode())
-        h.update(f.read_bytes())
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    d = base / "graspsim" / "numba" / h.hexdigest()[:16]
-    os.environ["NUMBA_CACHE_DIR"] = str(d)
-    if "numba" in sys.modules:     # numba already configured: set its live value too
+        data = f.read_bytes()
+        if _KERNEL_IMPORT.search(data):
+            h.update(f.relative_to(root).as_posix().encode())
+            h.update(data)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "graspsim" / "numba"
+    d = base / h.hexdigest()[:16]
+    if not d.is_dir():
+        _prune_caches(base, _KEEP_CACHES - 1)
+    else:
         try:
-            sys.modules["numba"].config.CACHE_DIR = str(d)
-        except AttributeError:
+            os.utime(d)     # marks it as recently used for the pruning
+        except OSError:
             pass
+    os.environ["NUMBA_CACHE_DIR"] = str(d)
+    locators = ("graspsim._numba_locator.PackageCacheLocator,UserProvidedCacheLocator,"
+                "InTreeCacheLocator,UserWideCacheLocator,IPythonCacheLocator,ZipCacheLocator")
+    os.environ.setdefault("NUMBA_CACHE_LOCATOR_CLASSES", locators)
+    if "numba" in sys.modules:     # numba already configured: set its live values too
+        cfg = getattr(sys.modules["numba"], "config", None)
+        if cfg is not None:
+            cfg.CACHE_DIR = str(d)
+            if hasattr(cfg, "CACHE_LOCATOR_CLASSES") and not cfg.CACHE_LOCATOR_CLASSES:
+                cfg.CACHE_LOCATOR_CLASSES = os.environ["NUMBA_CACHE_LOCATOR_CLASSES"]
+
+
+def _prune_caches(base: Path, keep: int) -> None:
+    """Delete all but the ``keep`` most recently used kernel caches under ``base``."""
+    import shutil
+
+    try:
+        dirs = sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime,
+                      reverse=True)
+    except OSError:
+        return
+    for p in dirs[keep:]:
+        shutil.rmtree(p, ignore_errors=True)
 
 
 _numba_cache_dir()
