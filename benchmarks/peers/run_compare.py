@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """graspsim, PyBullet and MuJoCo on the peers' grasp and drop scenes, in one go.
 
-  python -m venv /tmp/venv-peers && /tmp/venv-peers/bin/pip install -r /work/shared/peers/requirements-peers.txt
+  python -m venv /tmp/venv-peers && /tmp/venv-peers/bin/pip install -r ../shared/peers/requirements-peers.txt
   python benchmarks/peers/run_compare.py --reps 3
 
 Every run is a fresh process pinned to one core (``taskset -c CORE``); within a repetition the
@@ -27,6 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+_DEFAULT_PEERS = os.path.normpath(os.path.join(ROOT, "..", "shared", "peers"))
 H = 0.0025
 N_BOXES = 20
 
@@ -213,7 +214,8 @@ def main():
     ap.add_argument("--only", choices=("grasp", "drop"))
     ap.add_argument("--cpu-limit", type=float, default=300.0,
                     help="CPU seconds after which a graspsim drop run stops (default %(default)s)")
-    ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", "/work/shared/peers"))
+    ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", str(_DEFAULT_PEERS)),
+                    help="the peers' scenes (default: ../shared/peers next to the repository)")
     ap.add_argument("--peers-python", default="/tmp/venv-peers/bin/python")
     ap.add_argument("--out", default=os.path.join(HERE, "results.json"))
     a = ap.parse_args()
