@@ -15,7 +15,7 @@ from pathlib import Path
 from .errors import CollisionError, ModelError, SimulationError
 
 
-_KERNEL_IMPORT = re.compile(rb"^(?:from numba[ .]|import numba\b)", re.M)
+_KERNEL_IMPORT = re.compile(rb"^(?:from numba import|import numba\b|from \.+_jit import)", re.M)
 _KEEP_CACHES = 4
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from .primitives import (FACE, VA, VC, EAB, add, axpy, closest_pt_seg, closest_pt_tri, closest_seg_seg,
                          closest_seg_tri, cross, cylinder_closest, dist2, dot, mul, neg, norm, sub, tangent_basis, v3)

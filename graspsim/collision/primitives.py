@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from .._jit import njit
 
 FACE, VA, VB, VC, EAB, EBC, ECA = 0, 1, 2, 3, 4, 5, 6
 

@@ -13,7 +13,7 @@ is a contiguous BLAS call.  No function here is compiled at import time of :mod:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 from ..lcp._kernel import solve as _lemke_solve
 
@@ -232,10 +232,12 @@ def _add_weighted(cb, cw, cnt, coef, x):
                 x[o + j] += a * cw[c, e, j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lemke(M, q, warm, use_warm, z, w, zb, cert):
     """The retries of :func:`graspsim.lcp.lemke`: as asked, then robust, then with the scaling
-    switched; a shared pivot budget.  Returns (status code, pivots)."""
+    switched; a shared pivot budget.  Returns (status code, pivots).  Inlined into
+    :func:`solve_island` (its only caller): compiled on its own, it would optimise and emit the whole
+    Lemke kernel a second time on the first run (2.5 s)."""
     n = q.shape[0]
     budget_total = max(50 * n, 200)
     pivots = 0

@@ -7,7 +7,7 @@ not arithmetic.  The vectorised versions stay as the readable reference (and the
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 
 @njit(cache=True)

@@ -36,7 +36,7 @@ error, -5 initial simplex failed.
 
 from __future__ import annotations
 
-import numba as nb
+from .._jit import njit
 import numpy as np
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
@@ -44,7 +44,7 @@ _M2 = np.uint64(0xBF58476D1CE4E5B9)
 _M3 = np.uint64(0x94D049BB133111EB)
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _mix(i):
     """splitmix64 finaliser of a vertex id (order-free ridge hashing)."""
     z = np.uint64(i) + _M1
@@ -53,7 +53,7 @@ def _mix(i):
     return z ^ (z >> np.uint64(31))
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def support(G, include_origin, offset, u, out):
     """Support point of the space described by ``G`` in direction ``u``.
 
@@ -66,7 +66,7 @@ def support(G, include_origin, offset, u, out):
     return _support_row_1d(G, include_origin, offset, u, 1.0, out)
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _plane(V, FV, f, interior, FU, degen_tol, A, perm, x):
     """Hyperplane through the d points ``V[FV[f]]`` oriented away from ``interior``.
 
@@ -146,7 +146,7 @@ def _plane(V, FV, f, interior, FU, degen_tol, A, perm, x):
     return b, True
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _plane_from_neighbours(V, FV, f, s, FU, g, h, interior, res_tol):
     """Cheap plane of a new facet ``f`` = ridge + p (``p = V[FV[f, s]]``).
 
@@ -199,7 +199,7 @@ def _plane_from_neighbours(V, FV, f, s, FU, g, h, interior, res_tol):
     return b, True
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _support_row(G, include_origin, offset, U, row, out):
     """``support`` with the direction given as row ``row`` of ``U`` (no view)."""
     k, m, d = G.shape
@@ -226,7 +226,7 @@ def _support_row(G, include_origin, offset, U, row, out):
     return val
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _heap_push(hb, hf, n, b, f):
     """Push (b, f) on the binary min-heap stored in arrays ``hb``/``hf`` of size n."""
     i = n
@@ -241,7 +241,7 @@ def _heap_push(hb, hf, n, b, f):
     hf[i] = f
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _heap_pop(hb, hf, n):
     """Pop the minimum of the heap of size n (> 0); returns its facet index."""
     top = hf[0]
@@ -266,7 +266,7 @@ def _heap_pop(hb, hf, n):
     return top
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _dot(a, b):
     s = 0.0
     for c in range(a.shape[0]):
@@ -274,7 +274,7 @@ def _dot(a, b):
     return s
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def initial_simplex(G, include_origin, offset, tol):
     """d+1 affinely independent support points of the space (or failure).
 
@@ -368,7 +368,7 @@ def initial_simplex(G, include_origin, offset, tol):
     return pts, True
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _support_row_1d(G, include_origin, offset, u, sign, out):
     """``support`` in direction ``sign * u`` (no temporary array)."""
     k, m, d = G.shape
@@ -396,7 +396,7 @@ def _support_row_1d(G, include_origin, offset, u, sign, out):
     return sign * val
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _abs_det(M):
     """|det M| by Gaussian elimination with partial pivoting (M is overwritten)."""
     n = M.shape[0]
@@ -421,7 +421,7 @@ def _abs_det(M):
     return abs(det)
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _visible_region(FN, FU, FB, p, f0, stamp, tol, seen, vis, visible, stack,
                     hor_g, hor_s, hor_h):
     """Facets visible from ``p`` reachable from the visible facet ``f0``.
@@ -461,7 +461,7 @@ def _visible_region(FN, FU, FB, p, f0, stamp, tol, seen, vis, visible, stack,
     return nvis, nh
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _push_new(hb, hf, nheap, FB, first, last, full, bound):
     """Queue the new facets ``first..last-1``; in EPA mode only those with
     offset <= bound (``eps <= ub``: any support value bounds min h, so a
@@ -474,7 +474,7 @@ def _push_new(hb, hf, nheap, FB, first, last, full, bound):
     return nheap
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _cone_horizon(V, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g, hor_s, hor_h,
                   interior, res_tol, degen_tol, wA, wperm, wx, tkey, tval, tstamp, tbits,
                   stamp):
@@ -560,7 +560,7 @@ def _cone_horizon(V, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g, hor_s, 
     return nf, status
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _grow2(a, n):
     """Copy of the 2-D array ``a`` with n rows (loops: cheap to compile)."""
     b = np.empty((n, a.shape[1]), a.dtype)
@@ -570,7 +570,7 @@ def _grow2(a, n):
     return b
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _grow1(a, n):
     """Copy of the 1-D array ``a`` with length n, zero padded."""
     b = np.zeros(n, a.dtype)
@@ -579,7 +579,7 @@ def _grow1(a, n):
     return b
 
 
-@nb.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, full,
                 max_facets, max_iter):
     """Expanding-polytope search (see module docstring).

@@ -21,7 +21,7 @@ No function in this module is compiled at import time.
 import math
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 # status codes shared with the Python wrapper
 SOLVED = 0

@@ -22,7 +22,7 @@ the body in the parent frame, m): ``i_X_parent = [[E, 0], [-E skew(r), E]]``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .._jit import njit
 
 REVOLUTE, PRISMATIC, FIXED, FREE = 0, 1, 2, 3
 

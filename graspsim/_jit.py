@@ -1,0 +1,97 @@
+"""``njit`` for graspsim's kernels: numba's, with less to compile on the first run.
+
+Every graspsim kernel is cached on disk (``cache=True`` is implied).  Two things differ from
+``numba.njit``, both about compile time only (the compiled code of a function is the same):
+
+* A call from one kernel to another is specialised on the argument *types*, never on constant
+  values.  numba would compile ``_poly_pass(..., False, False)`` and ``_poly_pass(..., True,
+  False)`` (and every helper they call) once per literal value; here it is compiled once.
+* A kernel whose name starts with an underscore is a helper of other kernels: it is compiled
+  without the CPython and C-callable wrappers (for a helper taking the 29-array geometry tuple the
+  wrapper is a large part of the work).  Called from Python (tests, a debugging session) it still
+  works, through an uncached twin compiled with the wrapper.  Public kernels get the CPython
+  wrapper only.
+
+A helper's cache entries carry a tag of their own, so an entry compiled without the wrapper is never
+loaded for a Python call.  ``NUMBA_DISABLE_JIT=1`` returns the plain Python functions, as numba does.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numba
+from numba.core import config, types
+from numba.core.caching import FunctionCache
+from numba.core.registry import CPUDispatcher
+
+__all__ = ["njit", "is_kernel", "is_helper"]
+
+
+class _Kernel(CPUDispatcher):
+    """A cached kernel; calls from other kernels are typed without literal values."""
+
+    def get_call_template(self, args, kws):
+        args = tuple(types.unliteral(a) for a in args)
+        kws = {k: types.unliteral(v) for k, v in kws.items()}
+        return super().get_call_template(args, kws)
+
+
+class _HelperCache(FunctionCache):
+    """Cache of a helper: its entries (no CPython wrapper) are keyed apart from a normal kernel's."""
+
+    def _index_key(self, sig, codegen):
+        return super()._index_key(sig, codegen) + ("graspsim compiled-code helper",)
+
+
+class _Helper(_Kernel):
+    """A kernel called only from other kernels: compiled without wrappers, no Python entry point."""
+
+    _twin = None
+
+    def enable_caching(self):
+        self._cache = _HelperCache(self.py_func)
+
+    def add_overload(self, cres):
+        # No entry in the Python call table: there is no CPython wrapper to call.  A Python call
+        # therefore always lands in _compile_for_args.
+        self.overloads[tuple(cres.signature.args)] = cres
+
+    def _compile_for_args(self, *args, **kws):
+        if self._twin is None:
+            opts = {k: v for k, v in self.targetoptions.items()
+                    if k not in ("nopython", "no_cpython_wrapper", "no_cfunc_wrapper")}
+            self._twin = numba.njit(**opts)(self.py_func)
+        return self._twin      # numba's dispatcher calls what this returns with the arguments
+
+
+def is_kernel(f) -> bool:
+    """True if ``f`` is a graspsim kernel (a dispatcher made by :func:`njit`)."""
+    return isinstance(f, _Kernel)
+
+
+def is_helper(f) -> bool:
+    """True if ``f`` is a compiled-code-only helper kernel."""
+    return isinstance(f, _Helper)
+
+
+def njit(func: Callable | None = None, *, cache: bool = True, **options):
+    """Compile ``func`` lazily with numba (nopython, cached); usable as ``@njit`` or ``@njit(...)``.
+
+    ``options`` are numba's (``fastmath``, ``nogil``, ...).  ``cache`` is accepted for the look of
+    ``numba.njit`` and must stay True.
+    """
+    if not cache:
+        raise ValueError("graspsim kernels are always cached")
+
+    def wrap(f):
+        if config.DISABLE_JIT:
+            return f
+        helper = f.__name__.startswith("_")
+        targetoptions = {"nopython": True, "boundscheck": None, "no_cfunc_wrapper": True, **options}
+        if helper:
+            targetoptions["no_cpython_wrapper"] = True
+        disp = (_Helper if helper else _Kernel)(py_func=f, locals={}, targetoptions=targetoptions)
+        disp.enable_caching()
+        return disp
+
+    return wrap if func is None else wrap(func)
