@@ -13,7 +13,9 @@ Every graspsim kernel is cached on disk (``cache=True`` is implied).  Two things
   wrapper only.
 
 A helper's cache entries carry a tag of their own, so an entry compiled without the wrapper is never
-loaded for a Python call.  ``NUMBA_DISABLE_JIT=1`` returns the plain Python functions, as numba does.
+loaded for a Python call.  Compiles report progress (:mod:`graspsim._compile`) and take their group's
+inter-process lock (:mod:`graspsim._warmup`).  ``NUMBA_DISABLE_JIT=1`` returns the plain Python
+functions, as numba does.
 """
 from __future__ import annotations
 
@@ -24,7 +26,11 @@ from numba.core import config, types
 from numba.core.caching import FunctionCache
 from numba.core.registry import CPUDispatcher
 
+from . import _compile, _warmup
+
 __all__ = ["njit", "is_kernel", "is_helper"]
+
+_compile.install()      # compile progress on stderr, before any kernel can compile
 
 
 class _Kernel(CPUDispatcher):
@@ -34,6 +40,11 @@ class _Kernel(CPUDispatcher):
         args = tuple(types.unliteral(a) for a in args)
         kws = {k: types.unliteral(v) for k, v in kws.items()}
         return super().get_call_template(args, kws)
+
+    def compile(self, sig):
+        # load from the cache or compile, while no other process compiles this kernel's group
+        with _warmup.exclusive(self):
+            return super().compile(sig)
 
 
 class _HelperCache(FunctionCache):

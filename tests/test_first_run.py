@@ -1,0 +1,274 @@
+"""The first run on a machine: compile progress, the shared kernel cache, the warm-up helper.
+
+Every test runs small kernels in subprocesses with a cache directory of its own (numba's cache and
+these modules' state are per process); compiles are counted with numba's event API, not timed.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import graspsim
+from graspsim import _compile, _warmup
+
+REPO = Path(graspsim.__file__).resolve().parent.parent
+
+# Union-find islands of 4 bodies: 0-1 and 2-3 in contact, 0 against a static body (-1).
+# Independently: two islands {0, 1}, {2, 3}, numbered by increasing root component (1 < 3).
+ISLANDS = """
+import json, sys
+import numpy as np
+from numba.core import event
+compiled = []
+class L(event.Listener):
+    def on_start(self, e):
+        f = e.data["dispatcher"].py_func
+        if f.__module__.startswith("graspsim"):
+            compiled.append(f.__qualname__)
+    def on_end(self, e):
+        pass
+event.register("numba:compile", L())
+import graspsim.dynamics._rows_kernel as RK
+lab, k = RK.islands(np.arange(4), 4, np.array([0, 2, -1]), np.array([1, 3, 0]))
+print(json.dumps({"labels": lab.tolist(), "n": int(k), "compiled": sorted(compiled), "file": RK.__file__}))
+"""
+
+
+def _env(cache: Path, pythonpath: Path = REPO, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "GRASPSIM_"))}
+    env.update(XDG_CACHE_HOME=str(cache), PYTHONPATH=str(pythonpath), GRASPSIM_WARMUP="0")
+    env.update(extra)
+    return env
+
+
+def _run(code: str, env: dict, cwd: Path) -> tuple[dict, str]:
+    p = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
+
+
+def _cache_files(cache: Path) -> dict:
+    root = cache / "graspsim" / "numba"
+    return {p.relative_to(root).as_posix(): p.stat().st_size for p in root.rglob("*.nb[ic]")}
+
+
+def _progress_lines(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ln.startswith(_compile.MESSAGE)]
+
+
+def test_progress_only_when_compiling(tmp_path):
+    env = _env(tmp_path / "cache")
+    out, err = _run(ISLANDS, env, tmp_path)
+    assert out["labels"] == [0, 0, 1, 1] and out["n"] == 2
+    assert out["compiled"] == ["_find", "islands"]          # the kernel and its helper
+    lines = _progress_lines(err)
+    assert lines, err
+    # the summary at exit counts what numba compiled, against the first job's total
+    total = _warmup.manifest_units()
+    assert lines[-1].startswith(f"{_compile.MESSAGE}: 2/{total} done [")
+    # warm: loaded from the cache, nothing compiled, nothing said
+    out, err = _run(ISLANDS, env, tmp_path)
+    assert out["labels"] == [0, 0, 1, 1] and out["compiled"] == []
+    assert _progress_lines(err) == [] and err == ""
+
+
+def test_progress_line_on_a_terminal(monkeypatch):
+    """On a terminal: one tqdm line with the count, cleared when compiling pauses."""
+    class Tty:
+        def __init__(self):
+            self.text = ""
+
+        def write(self, s):
+            self.text += s
+
+        def flush(self):
+            pass
+
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    monkeypatch.setenv(_warmup.ENV, "0")
+    monkeypatch.setattr(_compile, "BAR_INTERVAL", 0.0)
+    p = _compile._Progress(at_exit=False)
+    for _ in range(3):
+        p.compiled(1)
+    shown = tty.text
+    assert shown.endswith(f"\r{_compile.MESSAGE}: 3/{_warmup.manifest_units()} [00:00]")
+    assert "\n" not in shown                              # one line, redrawn
+    p.idle()
+    assert p.bar is None and tty.text[len(shown):].strip(" \r") == ""     # cleared for the job's output
+
+
+def _copy_package(dst: Path) -> Path:
+    shutil.copytree(REPO / "graspsim", dst / "graspsim", ignore=shutil.ignore_patterns("__pycache__"))
+    return dst
+
+
+def test_checkouts_share_the_cache(tmp_path):
+    """Two copies of the package (two clones) compile a kernel once between them."""
+    cache = tmp_path / "cache"
+    a, b = _copy_package(tmp_path / "a"), _copy_package(tmp_path / "b")
+    out_a, _ = _run(ISLANDS, _env(cache, a), tmp_path)
+    files_a = _cache_files(cache)
+    out_b, err_b = _run(ISLANDS, _env(cache, b), tmp_path)
+    assert out_a["file"].startswith(str(a)) and out_b["file"].startswith(str(b))
+    assert out_a["compiled"] == ["_find", "islands"]
+    assert out_b["compiled"] == [] and _progress_lines(err_b) == []
+    assert out_b["labels"] == out_a["labels"] == [0, 0, 1, 1]
+    assert _cache_files(cache) == files_a                    # nothing added for the second checkout
+    # one directory for the kernel sources, entries filed by their place in the package
+    dirs = list((cache / "graspsim" / "numba").iterdir())
+    assert len(dirs) == 1
+    assert all(f.split("/")[1:3] == ["graspsim", "dynamics"] for f in files_a), files_a
+
+
+def test_cache_directories_stay_bounded(tmp_path):
+    """Each edit of a kernel file starts a new cache directory; only the newest few are kept."""
+    cache = tmp_path / "cache"
+    pkg = _copy_package(tmp_path / "c")
+    kernel_file = pkg / "graspsim" / "dynamics" / "_rows_kernel.py"
+    code = "import os, graspsim; os.makedirs(os.environ['NUMBA_CACHE_DIR']); print(os.environ['NUMBA_CACHE_DIR'])"
+    made = []
+    for i in range(7):
+        with open(kernel_file, "a") as f:
+            f.write(f"# edit {i}\n")
+        p = subprocess.run([sys.executable, "-c", code], env=_env(cache, pkg), cwd=tmp_path, capture_output=True,
+                           text=True)
+        assert p.returncode == 0, p.stderr
+        made.append(Path(p.stdout.strip()).name)
+    assert len(set(made)) == 7
+    left = sorted(p.name for p in (cache / "graspsim" / "numba").iterdir())
+    assert left == sorted(made[-graspsim._KEEP_CACHES:])
+
+
+MAIN_WITH_HELPER = """
+import fcntl, json, time
+import numpy as np
+from numba.core import event
+compiled = []
+class L(event.Listener):
+    def on_start(self, e):
+        f = e.data["dispatcher"].py_func
+        if f.__module__.startswith("graspsim"):
+            compiled.append(f.__qualname__)
+    def on_end(self, e):
+        pass
+event.register("numba:compile", L())
+from graspsim import _warmup
+import graspsim.collision.kernels as K
+import graspsim.dynamics._rows_kernel as RK
+# a collision kernel: the first compile here starts the helper (group 'rows')
+X = np.eye(4)[None].copy(); X[0, :3, 3] = [1.0, 2.0, 3.0]
+lo, hi = K.world_aabbs(X, np.array([[-1.0, -2.0, -3.0]]), np.array([[1.0, 2.0, 3.0]]), np.array([True]))
+spawned = _warmup._helper is not None
+if spawned:     # wait until the helper holds the group (or is done with it)
+    lock, marker = _warmup._cache_dir() / "locks" / "rows.lock", _warmup._marker("rows")
+    while not marker.exists():
+        if lock.exists():
+            with open(lock, "a+b") as f:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(f, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    break
+        time.sleep(0.01)
+lab, k = RK.islands(np.arange(4), 4, np.array([0, 2, -1]), np.array([1, 3, 0]))
+print(json.dumps({"aabb": [lo.tolist(), hi.tolist()], "labels": lab.tolist(), "spawned": spawned,
+                  "compiled": sorted(compiled)}))
+"""
+
+
+def test_helper_compiles_a_group_in_parallel(tmp_path):
+    """The first compile starts the helper on its groups; the main process, needing one of them,
+    waits for the helper and loads what it compiled instead of compiling it again."""
+    sig = ("(Array(int64, 1, 'C', False, aligned=True), int64, Array(int64, 1, 'C', False, aligned=True), "
+           "Array(int64, 1, 'C', False, aligned=True))")
+    manifest = tmp_path / "manifest.py"
+    manifest.write_text(f"KERNELS = [('graspsim.dynamics._rows_kernel', 'islands', {sig!r}, 2)]\n")
+    env = _env(tmp_path / "cache", GRASPSIM_WARMUP="rows", GRASPSIM_KERNEL_MANIFEST=str(manifest))
+    out, err = _run(MAIN_WITH_HELPER, env, tmp_path)
+    assert out["aabb"] == [[[0.0, 0.0, 0.0]], [[2.0, 4.0, 6.0]]]
+    assert out["labels"] == [0, 0, 1, 1]
+    assert out["spawned"]
+    assert "islands" not in out["compiled"] and "world_aabbs" in out["compiled"]
+    # the summary counts the helper's two kernels with this process's one
+    assert _progress_lines(err)[-1].startswith(f"{_compile.MESSAGE}: 3/3 done [")
+    # warm: nothing compiled, no helper
+    out, err = _run(MAIN_WITH_HELPER, env, tmp_path)
+    assert out["compiled"] == [] and not out["spawned"] and err == ""
+
+
+UNLITERAL = """
+import json, sys
+from numba.core import event
+compiled = []
+class L(event.Listener):
+    def on_start(self, e):
+        f = e.data["dispatcher"].py_func
+        if f.__module__ == "kmod":
+            compiled.append([f.__qualname__, str(e.data["args"])])
+    def on_end(self, e):
+        pass
+event.register("numba:compile", L())
+sys.path.insert(0, ".")
+import kmod
+print(json.dumps({"top": kmod.top(2.0), "h": kmod._h(2.0, False), "compiled": compiled}))
+"""
+KMOD = """
+from graspsim._jit import njit
+@njit
+def _h(x, flag):
+    return x + 1.0 if flag else x - 1.0
+@njit
+def top(x):
+    return 10.0 * _h(x, True) + _h(x, False)
+"""
+
+
+def test_kernels_compile_once_per_argument_types(tmp_path):
+    """A helper called with the constants True and False is compiled once (for bool), without a
+    Python wrapper; called from Python it still answers (through an uncached twin)."""
+    (tmp_path / "kmod.py").write_text(KMOD)
+    env = _env(tmp_path / "cache")
+    out, _ = _run(UNLITERAL, env, tmp_path)
+    assert out["top"] == 31.0 and out["h"] == 1.0
+    assert out["compiled"] == [["top", "(float64,)"], ["_h", "(float64, bool)"], ["_h", "(float64, bool)"]]
+    out, _ = _run(UNLITERAL, env, tmp_path)
+    assert out["top"] == 31.0 and out["h"] == 1.0
+    assert out["compiled"] == [["_h", "(float64, bool)"]]       # the twin only: top came from the cache
+
+
+def _imports(path: Path) -> set[str]:
+    """Package-relative files imported by a package module (``from .x import`` forms)."""
+    rel = path.relative_to(REPO / "graspsim")
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = rel.parents[node.level - 1]
+            mod = (base / node.module.replace(".", "/")) if node.module else base
+            out.add(mod.with_suffix(".py").as_posix())
+    return out
+
+
+def test_kernel_groups_are_closed():
+    """Kernels call kernels of their own group only (the helper and the locks rely on it), and every
+    file with kernels has a group."""
+    pkg = REPO / "graspsim"
+    users = {p.relative_to(pkg).as_posix() for p in pkg.rglob("*.py")
+             if re.search(r"^from \.+_jit import njit", p.read_text(), re.M)}
+    assert users == set(_warmup.GROUPS)
+    for f, g in _warmup.GROUPS.items():
+        for imp in _imports(pkg / f):
+            if imp in _warmup.GROUPS:
+                assert _warmup.GROUPS[imp] == g, (f, imp)
