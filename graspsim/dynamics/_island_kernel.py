@@ -68,14 +68,26 @@ def _row_order(local, bodies, rows):
     chain end up together, so A = J^T M^-1 J is nearly block diagonal and its envelope small."""
     n = rows.shape[0]
     key = np.empty(n, np.int64)
+    top = 0
     for c in range(n):
         mx = 0
         for k in range(bodies.shape[1]):
             b = bodies[rows[c], k]
             if b >= 0 and local[b] >= 0:
                 mx = max(mx, local[b])
-        key[c] = mx * (n + 1) + c
-    return np.argsort(key)
+        key[c] = mx
+        top = max(top, mx)
+    # stable counting sort by body: the argsort of (body, row); no library sort to compile
+    start = np.zeros(top + 2, np.int64)
+    for c in range(n):
+        start[key[c] + 1] += 1
+    for b in range(top + 1):
+        start[b + 1] += start[b]
+    order = np.empty(n, np.int64)
+    for c in range(n):
+        order[start[key[c]]] = c
+        start[key[c]] += 1
+    return order
 
 
 @njit(cache=True)
@@ -158,13 +170,28 @@ def _env_chol(A):
 
 
 @njit(cache=True)
+def _abs_max(A):
+    """``max(1.0, np.abs(A).max())`` (NaN propagating like numpy's max) as a loop: the numpy
+    expression compiles two more library kernels on the first run."""
+    m = -np.inf
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            a = abs(A[i, j])
+            if a != a:
+                return max(1.0, a)
+            if a > m:
+                m = a
+    return max(1.0, m)
+
+
+@njit(cache=True)
 def _factor(A):
     """Envelope Cholesky of A; a tiny diagonal (1e-12 of the largest entry) when redundant rows
     make A singular (e.g. a closed loop of fixed joints)."""
     L, f, ok = _env_chol(A)
     if not ok:
         B = A.copy()
-        big = max(1.0, np.abs(A).max())
+        big = _abs_max(A)
         for i in range(A.shape[0]):
             B[i, i] += 1e-12 * big
         L, f, ok = _env_chol(B)
@@ -270,7 +297,9 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
     ne = eq_rows.shape[0]
     # eliminate the equality rows (eq. 17 and the first two block rows of eq. 20)
     perm = _row_order(local, bodies, eq_rows)
-    eq_p = eq_rows[perm]
+    eq_p = np.empty(ne, np.int64)
+    for i in range(ne):
+        eq_p[i] = eq_rows[perm[i]]
     eb, ej, ew, ecnt = _compact(local, bodies, jac, eq_p, Minv)
     es, er, ee = _by_body(eb, ecnt, nbi)
     A = _product(nbi, es, er, ee, ej, es, er, ee, ew, ne, ne)          # J^T M^-1 J
@@ -295,8 +324,11 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
     pivots = 0
     level = 0
     status = OK
+    # (element loops instead of slice assignments: those compile numba's shape-mismatch message
+    # formatting, 2 s on the first run)
     if nl == 0:
-        v_out[:] = v_free
+        for i in range(nv):
+            v_out[i] = v_free[i]
         for i in range(ne):
             ce_out[perm[i]] = c_free[i]
     else:
@@ -332,7 +364,9 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                         G[c, a] -= t
         m = nh + (nc if nfr else 0)
         Mlcp = np.zeros((m, m))
-        Mlcp[:nh, :nh] = G
+        for i in range(nh):
+            for j in range(nh):
+                Mlcp[i, j] = G[i, j]
         qlcp = np.zeros(m)
         Hv = _rows_times(hb, hj, hcnt, v_free)
         for i in range(nh):
@@ -385,11 +419,13 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                 c_extra = -_solve(L, fL, _rows_times(eb, ej, ecnt, dv))
                 _add_weighted(eb, ew, ecnt, c_extra, dv)
                 ce += c_extra
-            v_out[:] = v_free + dv
+            for i in range(nv):
+                v_out[i] = v_free[i] + dv[i]
             for i in range(ne):
                 ce_out[perm[i]] = ce[i]
-            z_out[:m] = z
-            basis_out[:m] = zb
+            for i in range(m):
+                z_out[i] = z[i]
+                basis_out[i] = zb[i]
     # post-stabilisation: the smallest mass-weighted displacement removing the hard joint errors
     dx_out[:] = 0.0
     if status == OK and project and n_hard:
@@ -407,7 +443,7 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
             for a in range(n_hard):
                 for c in range(n_hard):
                     Ah[a, c] = Araw[hp[a], hp[c]]
-            big = max(1.0, np.abs(Ah).max())
+            big = _abs_max(Ah)
             for i in range(n_hard):
                 Ah[i, i] += 1e-12 * big
             Lh, fh, ok = _env_chol(Ah)
@@ -416,5 +452,15 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                 for a in range(n_hard):
                     err[a] = -hard_err[perm[hp[a]]]
                 ch = _solve(Lh, fh, err)
-                _add_weighted(eb[hp], ew[hp], ecnt[hp], ch, dx_out)
+                K = eb.shape[1]
+                ebh = np.empty((n_hard, K), np.int64)
+                ewh = np.empty((n_hard, K, 6))
+                ecnth = np.empty(n_hard, np.int64)
+                for a in range(n_hard):         # the hard rows' entries (a gather loop, not eb[hp])
+                    ecnth[a] = ecnt[hp[a]]
+                    for e in range(K):
+                        ebh[a, e] = eb[hp[a], e]
+                        for j in range(6):
+                            ewh[a, e, j] = ew[hp[a], e, j]
+                _add_weighted(ebh, ewh, ecnth, ch, dx_out)
     return status, m, pivots, level

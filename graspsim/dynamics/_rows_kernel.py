@@ -283,7 +283,7 @@ def mass_terms(mass, inertia_L, q, v, k, h):
                     for d in range(3):
                         t += R[i, a, c] * inertia_L[i, c, d] * R[i, b, d]
                 I[a, b] = t
-        I_W[i] = I
+                I_W[i, a, b] = t      # (not I_W[i] = I: a block assignment compiles numba's shape-error text)
         w0, w1, w2 = v[i, 3], v[i, 4], v[i, 5]
         L0 = I[0, 0] * w0 + I[0, 1] * w1 + I[0, 2] * w2
         L1 = I[1, 0] * w0 + I[1, 1] * w1 + I[1, 2] * w2
