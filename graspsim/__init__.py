@@ -17,6 +17,7 @@ from .errors import CollisionError, ModelError, SimulationError
 
 _KERNEL_IMPORT = re.compile(rb"^(?:from numba import|import numba\b|from \.+_jit import)", re.M)
 _KEEP_CACHES = 4
+_PRUNE_IDLE = 3600.0    # s: a cache directory used more recently than this is never deleted
 
 
 def _numba_cache_dir() -> None:
@@ -26,9 +27,11 @@ def _numba_cache_dir() -> None:
     kernel that calls a kernel of another file (the island solver calls the Lemke kernel) keeps the
     old callee after that file changes.  A directory per hash of every file that imports numba makes
     a kernel change start from a clean cache, while edits elsewhere keep it.  The locator in
-    :mod:`graspsim._numba_locator` files kernels by their place in the package, not by the
-    checkout's absolute path, so clones share one cache; only the newest few directories are kept.
-    ``NUMBA_CACHE_DIR`` set by the user wins.
+    :mod:`graspsim._numba_locator` (used by the kernels' cache, :mod:`graspsim._jit`) files kernels
+    by their place in the package, not by the checkout's absolute path, so clones share one cache.
+    The newest few directories are kept, and any used within ``_PRUNE_IDLE`` seconds (another
+    checkout on the same machine may be running at another version).  ``NUMBA_CACHE_DIR`` set by
+    the user wins.
     """
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
@@ -49,28 +52,27 @@ def _numba_cache_dir() -> None:
         except OSError:
             pass
     os.environ["NUMBA_CACHE_DIR"] = str(d)
-    locators = ("graspsim._numba_locator.PackageCacheLocator,UserProvidedCacheLocator,"
-                "InTreeCacheLocator,UserWideCacheLocator,IPythonCacheLocator,ZipCacheLocator")
-    os.environ.setdefault("NUMBA_CACHE_LOCATOR_CLASSES", locators)
-    if "numba" in sys.modules:     # numba already configured: set its live values too
+    if "numba" in sys.modules:     # numba already configured: set its live value too
         cfg = getattr(sys.modules["numba"], "config", None)
         if cfg is not None:
             cfg.CACHE_DIR = str(d)
-            if hasattr(cfg, "CACHE_LOCATOR_CLASSES") and not cfg.CACHE_LOCATOR_CLASSES:
-                cfg.CACHE_LOCATOR_CLASSES = os.environ["NUMBA_CACHE_LOCATOR_CLASSES"]
 
 
-def _prune_caches(base: Path, keep: int) -> None:
-    """Delete all but the ``keep`` most recently used kernel caches under ``base``."""
+def _prune_caches(base: Path, keep: int, idle: float | None = None) -> None:
+    """Delete the kernel caches under ``base`` beyond the ``keep`` most recently used ones that
+    have not been used for ``idle`` seconds (default ``_PRUNE_IDLE``)."""
     import shutil
+    import time
 
+    idle = _PRUNE_IDLE if idle is None else idle
     try:
-        dirs = sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime,
-                      reverse=True)
+        dirs = sorted(((p.stat().st_mtime, p) for p in base.iterdir() if p.is_dir()), reverse=True)
     except OSError:
         return
-    for p in dirs[keep:]:
-        shutil.rmtree(p, ignore_errors=True)
+    now = time.time()
+    for mtime, p in dirs[keep:]:
+        if now - mtime > idle:
+            shutil.rmtree(p, ignore_errors=True)
 
 
 _numba_cache_dir()

@@ -23,18 +23,31 @@ from typing import Callable
 
 import numba
 from numba.core import config, types
-from numba.core.caching import FunctionCache
+from numba.core.caching import CompileResultCacheImpl, FunctionCache
 from numba.core.registry import CPUDispatcher
 
 from . import _compile, _warmup
+from ._numba_locator import PackageCacheLocator
 
 __all__ = ["njit", "is_kernel", "is_helper"]
 
 _compile.install()      # compile progress on stderr, before any kernel can compile
 
 
+class _KernelCacheImpl(CompileResultCacheImpl):
+    # kernels filed by their place in the package first (clones share entries), then numba's way
+    _locator_classes = [PackageCacheLocator] + CompileResultCacheImpl._locator_classes
+
+
+class _KernelCache(FunctionCache):
+    _impl_class = _KernelCacheImpl
+
+
 class _Kernel(CPUDispatcher):
     """A cached kernel; calls from other kernels are typed without literal values."""
+
+    def enable_caching(self):
+        self._cache = _KernelCache(self.py_func)
 
     def get_call_template(self, args, kws):
         args = tuple(types.unliteral(a) for a in args)
@@ -47,7 +60,7 @@ class _Kernel(CPUDispatcher):
             return super().compile(sig)
 
 
-class _HelperCache(FunctionCache):
+class _HelperCache(_KernelCache):
     """Cache of a helper: its entries (no CPython wrapper) are keyed apart from a normal kernel's."""
 
     def _index_key(self, sig, codegen):

@@ -7,10 +7,15 @@ instead; together with the directory keyed by the hash of the kernel sources (se
 ``graspsim/__init__.py``) and numba's content-hash source stamp, identical kernels are compiled
 once per machine and shared by every checkout.
 
-numba imports this module itself, by name, from ``NUMBA_CACHE_LOCATOR_CLASSES``.
+The kernels' cache class (:mod:`graspsim._jit`) tries this locator first, whatever the numba version
+(``NUMBA_CACHE_LOCATOR_CLASSES`` exists only in recent ones).  The source stamp is the file's content
+hash: older numba versions stamp by modification time and size, and clones checked out at different
+times would invalidate each other's entries.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 
 from numba.core import config
@@ -27,9 +32,20 @@ class PackageCacheLocator(UserProvidedCacheLocator):
         rel = os.path.relpath(os.path.dirname(os.path.abspath(py_file)), _PACKAGE_ROOT)
         self._cache_path = os.path.join(config.CACHE_DIR, "graspsim", rel.replace(os.sep, "."))
 
+    def get_source_stamp(self):
+        st = os.stat(self._py_file)
+        return _content_hash(self._py_file, st.st_mtime_ns, st.st_size)
+
     @classmethod
     def from_function(cls, py_func, py_file):
         # only graspsim's own kernels; anything else falls through to numba's locators
         if not os.path.abspath(py_file).startswith(_PACKAGE_ROOT + os.sep):
             return None
         return super().from_function(py_func, py_file)
+
+
+@functools.lru_cache(maxsize=None)
+def _content_hash(path: str, mtime_ns: int, size: int) -> str:
+    """sha256 of a source file (memoised per modification time and size)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()

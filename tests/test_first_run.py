@@ -134,22 +134,36 @@ def test_checkouts_share_the_cache(tmp_path):
 
 
 def test_cache_directories_stay_bounded(tmp_path):
-    """Each edit of a kernel file starts a new cache directory; only the newest few are kept."""
+    """Each edit of a kernel file starts a new cache directory.  The newest few are kept, and any
+    used within the last hour (another checkout may be running); older ones are deleted."""
     cache = tmp_path / "cache"
+    base = cache / "graspsim" / "numba"
     pkg = _copy_package(tmp_path / "c")
     kernel_file = pkg / "graspsim" / "dynamics" / "_rows_kernel.py"
     code = "import os, graspsim; os.makedirs(os.environ['NUMBA_CACHE_DIR']); print(os.environ['NUMBA_CACHE_DIR'])"
-    made = []
-    for i in range(7):
+
+    def new_version(i: int) -> str:
         with open(kernel_file, "a") as f:
             f.write(f"# edit {i}\n")
         p = subprocess.run([sys.executable, "-c", code], env=_env(cache, pkg), cwd=tmp_path, capture_output=True,
                            text=True)
         assert p.returncode == 0, p.stderr
-        made.append(Path(p.stdout.strip()).name)
+        return Path(p.stdout.strip()).name
+
+    def age_all(seconds: float) -> None:
+        for d in base.iterdir():
+            t = d.stat().st_mtime - seconds
+            os.utime(d, (t, t))
+
+    made = []
+    for i in range(7):          # a version an hour and a bit, seven times
+        made.append(new_version(i))
+        age_all(graspsim._PRUNE_IDLE + 60)
     assert len(set(made)) == 7
-    left = sorted(p.name for p in (cache / "graspsim" / "numba").iterdir())
-    assert left == sorted(made[-graspsim._KEEP_CACHES:])
+    assert sorted(p.name for p in base.iterdir()) == sorted(made[-graspsim._KEEP_CACHES:])
+    # five versions within the hour: the old ones go, none of the five (one more than kept)
+    made += [new_version(i) for i in range(7, 12)]
+    assert sorted(p.name for p in base.iterdir()) == sorted(made[7:])
 
 
 MAIN_WITH_HELPER = """
