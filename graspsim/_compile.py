@@ -45,10 +45,17 @@ class _Progress:
         return sys.stderr                 # looked up each time: test runners swap it
 
     def _tty(self) -> bool:
+        """A terminal with a width (on a pty of width 0 tqdm's line would show nothing)."""
+        st = self.stream
         try:
-            return self.stream.isatty()
+            if not st.isatty():
+                return False
         except (AttributeError, ValueError):
             return False
+        try:
+            return os.get_terminal_size(st.fileno()).columns > 0
+        except (AttributeError, ValueError, OSError):
+            return True             # terminal-like, size unknown: tqdm's own default width
 
     def _line(self, tail: str) -> None:
         s = int(self.t1 - self.t0)
@@ -91,9 +98,10 @@ class _Progress:
             from tqdm import tqdm
 
             fmt = "{desc}: {n}/{total} [{elapsed}]" if self.total else "{desc}: {n} [{elapsed}]"
-            self.bar = tqdm(total=self.total, initial=self.n - k, desc=MESSAGE, file=self.stream,
+            self.bar = tqdm(total=self.total, initial=self.n, desc=MESSAGE, file=self.stream,
                             leave=False, dynamic_ncols=True, bar_format=fmt, mininterval=BAR_INTERVAL)
             self.bar.start_t -= now - self.t0       # elapsed counts from the first compile
+            return
         self.bar.total = self.total
         self.bar.update(k)
 
