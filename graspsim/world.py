@@ -27,14 +27,21 @@ class WorldState:
     #: per robot {joint index: value}: joints decoupled from their DOF (a broken-away Barrett
     #: proximal joint held where its link met the object); cleared by ``set_dofs``
     joint_overrides: list = None
+    #: per robot the DOF set points (ndof,) its drives hold when dynamics starts, or None: hold the
+    #: DOF values.  An auto-grasp leaves its closing command here, so that a simulation started
+    #: after it keeps squeezing; cleared by ``set_dofs``
+    drive_targets: list = None
 
     def __post_init__(self):
         if self.joint_overrides is None:
             self.joint_overrides = [dict() for _ in self.dofs]
+        if self.drive_targets is None:
+            self.drive_targets = [None] * len(self.dofs)
 
     def copy(self) -> "WorldState":
         return WorldState([a.copy() for a in self.dofs], [a.copy() for a in self.base_poses],
-                          [a.copy() for a in self.body_poses], [dict(o) for o in self.joint_overrides])
+                          [a.copy() for a in self.body_poses], [dict(o) for o in self.joint_overrides],
+                          [None if t is None else t.copy() for t in self.drive_targets])
 
 
 class RobotHandle:
@@ -89,6 +96,7 @@ class RobotHandle:
             raise ValueError(f"robot '{self.name}': DOF values outside limits: {'; '.join(bad)}")
         cur[:] = new
         self._world.state.joint_overrides[self.index].clear()
+        self._world.state.drive_targets[self.index] = None     # the drives hold the new values
 
     def set_joint_values(self, q: np.ndarray) -> None:
         """Set every joint value (nj,) directly; DOF values follow from each DOF's first joint, and
@@ -99,6 +107,7 @@ class RobotHandle:
         dofs = dof_values_from_joints(self.description, q)
         self._world.state.dofs[self.index][:] = dofs
         coupled = jv(self.description, dofs)
+        self._world.state.drive_targets[self.index] = None
         ov = self._world.state.joint_overrides[self.index]
         ov.clear()
         for n, j in enumerate(self.description.joints):

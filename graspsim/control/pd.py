@@ -18,7 +18,9 @@ class PDController:
     """Tracks per-robot DOF trajectories with effort-limited PD drives.
 
     ``sim`` is the :class:`~graspsim.Simulator` whose DOFs are controlled.  Initially every robot
-    holds the DOF values it starts with.
+    holds its world's drive targets (``world.state.drive_targets``: the closing command a static
+    auto-grasp leaves, so the fingers keep squeezing with their effort limits) or, without them,
+    the DOF values it starts with.
     """
 
     def __init__(self, sim, *, kp=None, kd=None, effort=None, feedforward: Callable | None = None):
@@ -29,9 +31,11 @@ class PDController:
         self.effort = ds.effort.copy() if effort is None else np.broadcast_to(np.asarray(effort, float), ds.effort.shape).copy()
         self.feedforward = feedforward
         q = sim.dof_values()
+        targets = sim.world.state.drive_targets
         self.trajectories: dict[int, JointTrajectory] = {}
         for ri, sl in enumerate(ds.robot_slices):
-            self.trajectories[ri] = JointTrajectory(sim.time, 0.0, q[sl].copy(), q[sl].copy())
+            hold = q[sl].copy() if targets[ri] is None else np.array(targets[ri], float)
+            self.trajectories[ri] = JointTrajectory(sim.time, 0.0, hold, hold.copy())
 
     def _robot(self, robot: str) -> int:
         idx = self.sim.world.description.robot_index

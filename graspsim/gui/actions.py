@@ -19,7 +19,9 @@ Calls made (public API the rest of graspsim provides):
 * ``sim.apply_external_force(body_name, point_W, force_W)``: called before each ``step()`` while
   the user pulls or pushes a body; the force acts during that one step only.
   ``sim.body_velocity(body_name)`` -> [v_com; omega] (6,) W: the pull's and the probe's damping.
-* ``graspsim.control.auto_grasp(world, hand_name)`` (static, changes ``world.state``),
+* ``graspsim.control.PDController(sim)``: the controller every new simulation steps with (the
+  drives hold the world's drive targets: the closing command after an auto-grasp),
+  ``graspsim.control.auto_grasp(world, hand_name)`` (static, changes ``world.state``),
   ``graspsim.control.start_dynamic_grasp(sim, hand_name)`` -> a controller passed to every
   following ``sim.step(controller)`` (None: the call configured the simulator itself) and,
   optionally, ``graspsim.control.dynamic_open_hand(sim, hand_name)`` -> a controller likewise.
@@ -34,7 +36,7 @@ import numpy as np
 
 __all__ = ["NotAvailable", "ContactView", "find_contacts", "analyze", "make_simulator", "sim_time",
            "sim_step", "sim_sync", "sim_poses", "sim_contacts", "sim_body_velocity", "to_views",
-           "apply_external_force", "auto_grasp", "dynamic_auto_grasp",
+           "apply_external_force", "auto_grasp", "dynamic_auto_grasp", "drive_controller",
            "dynamic_open_hand", "available"]
 
 
@@ -165,6 +167,12 @@ def make_simulator(world):
     except (ImportError, AttributeError) as e:
         raise NotAvailable(f"dynamics: not available yet (graspsim.Simulator: {e})") from None
     return cls(world, world.description.dt)
+
+
+def drive_controller(sim):
+    """The controller a new simulation steps with: every robot's drives hold the world's drive
+    targets (the closing command after an auto-grasp) or its DOF values (``PDController(sim)``)."""
+    return _function("graspsim.control", "PDController", "drives")(sim)
 
 
 def sim_time(sim) -> float:

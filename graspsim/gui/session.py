@@ -687,6 +687,7 @@ class Session:
             return True
         try:
             self.sim = actions.make_simulator(self.world)
+            self.controller = actions.drive_controller(self.sim)   # the drives hold their command
         except NotAvailable as e:
             self.say(str(e))
             return False
