@@ -201,9 +201,11 @@ def _print(out: dict, robot) -> None:
     if q is None:
         w("  quality: none (no contacts with the object)\n")
     else:
-        vol = out["volume_note"] if q["volume"] is None else f"{q['volume']:.4g}"
-        w(f"  force closure: {'yes' if q['force_closure'] else 'no'}, epsilon {q['epsilon']:.4f}, "
-          f"volume {vol} ({q['gws']})\n")
+        fc = f"  force closure: {'yes' if q['force_closure'] else 'no'}, epsilon {q['epsilon']:.4f}"
+        if q["volume"] is None:
+            w(f"{fc} ({q['gws']}); volume {out['volume_note']}\n")
+        else:
+            w(f"{fc}, volume {q['volume']:.4g} ({q['gws']})\n")
     if "lift" in out:
         L = out["lift"]
         verdict = "held" if L["held"] else ("dropped" if L["dropped"] else "slipped")

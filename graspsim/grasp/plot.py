@@ -94,12 +94,11 @@ def caption(gws: str, torque_scale: float | None = None) -> str:
     budget = ("a unit total normal force over all contacts (L1)" if gws == "L1"
               else "a unit normal force at each contact (Linf)")
     s = ("s = torque_scale" if torque_scale is None else
-         f"s = {torque_scale:.4g} 1/m = 1 / {1e3 / torque_scale:.1f} mm")
-    return (f"Wrenches the grasp can apply with {budget}: forces f = (fx, fy, fz); torques tau about the "
-            f"object's centre of mass, times {s}
-(1 / the largest distance from the centre of mass to the "
-            "surface), so s*tau is a force too.  Red: the origin and the epsilon ball (the largest ball "
-            "about the origin inside the space).")
+         f"s = {torque_scale:.4g} 1/m (1 / {1e3 / torque_scale:.1f} mm")
+    s += ", 1 / the largest distance from the centre of mass to the surface" + ("" if torque_scale is None else ")")
+    return (f"Wrenches the grasp can apply with {budget}: forces f = (fx, fy, fz) in units of that force.\n"
+            f"s*tau: torque about the object's centre of mass times {s}, so that it is a force too.\n"
+            "Red: the origin and the epsilon ball (the largest ball about the origin inside the space).")
 
 
 def plot_gws(result: GraspQuality | Any, path: str | Path | None = None, *,
@@ -138,7 +137,7 @@ def plot_gws(result: GraspQuality | Any, path: str | Path | None = None, *,
         ax.set_title("force space (fx, fy, fz)" if part == "force" else "torque space (s*tau: scaled torque)")
     fig.suptitle(title or (f"{result.gws} GWS: force closure={result.force_closure}, "
                            f"epsilon={eps:.4g}"))
-    fig.text(0.5, 0.015, caption(result.gws, torque_scale), ha="center", va="bottom", fontsize=8, wrap=True)
+    fig.text(0.5, 0.015, caption(result.gws, torque_scale), ha="center", va="bottom", fontsize=8)
     fig.subplots_adjust(bottom=0.14)
     if path is not None:
         p = Path(path)
