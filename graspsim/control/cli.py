@@ -32,7 +32,7 @@ def register(sub) -> None:
     g.add_argument("--effort", action="append", default=[], metavar="DOF=NM",
                    help="dynamic grasp: override a DOF's effort limit, e.g. --effort f1=2.5 (N m or N; repeatable)")
     g.add_argument("--plot", metavar="PNG", help="save the grasp wrench space projections (needs matplotlib)")
-    g.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the result as JSON (to FILE or stdout)")
+    g.add_argument("--json", nargs="?", const="-", metavar="FILE", help="write the result as JSON: to FILE (the summary is printed too) or, without FILE, to stdout instead of the summary")
     g.set_defaults(func=run)
 
 
@@ -160,14 +160,12 @@ def run(args) -> int:
         from graspsim.grasp.objects import torque_scale
 
         plot_gws(quality, args.plot, torque_scale=torque_scale(world, obj))
-    if args.json is not None:
-        text = json.dumps(out, indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            with open(args.json, "w") as f:
-                f.write(text + "\n")
+    if args.json == "-":
+        print(json.dumps(out, indent=2))
         return 0
+    if args.json is not None:
+        with open(args.json, "w") as f:
+            f.write(json.dumps(out, indent=2) + "\n")
     _print(out, robot)
     return 0
 

@@ -96,15 +96,19 @@ def _snapshot(sim, hand_ri: int, io: int | None) -> Snapshot:
     return Snapshot(sim.time, names, c.point[sel], forces, sim.dof_values().copy())
 
 
+#: wall seconds a dynamic grasp or lift runs before its progress bar appears (on a terminal)
+PROGRESS_DELAY = 0.5
+
+
 def _progress(total: float, desc: str, enabled: bool):
     """A tqdm bar over ``total`` simulated seconds on stderr, shown only on a terminal and only
-    once the run has taken 0.5 s; None when not ``enabled``."""
+    once the run has taken ``PROGRESS_DELAY`` s; None when not ``enabled``."""
     if not enabled:
         return None
     from tqdm import tqdm
 
     isatty = getattr(sys.stderr, "isatty", lambda: False)
-    return tqdm(total=round(total, 6), desc=desc, unit="s sim", file=sys.stderr, delay=0.5, leave=False,
+    return tqdm(total=round(total, 6), desc=desc, unit="s sim", file=sys.stderr, delay=PROGRESS_DELAY, leave=False,
                 disable=not isatty(), bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.2f}/{total:.2f} s simulated "
                                                  "[{elapsed}<{remaining}]")
 
