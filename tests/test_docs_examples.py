@@ -1,0 +1,255 @@
+"""Every ```python block of README.md and docs/*.md runs as written, and what the documents state holds.
+
+A document's blocks run in order in one namespace, as a script run from the repository root
+(``__name__ == "__main__"``), in a temporary folder holding links to the model folders (robots/,
+objects/, worlds/) and a copy of examples/: the files the blocks write (mug.sqlite, plots/, ...)
+land there.  The one difference from the repository is in that copy: the batch example keeps its
+world, hand, evaluation and seed but few candidates (see ``_small_batch``), so that the documents'
+batch runs take seconds, not minutes; the code that runs is the documents', verbatim.
+
+After a document ran, its test asserts what the document's comments say of the results, against
+analytic values or quantities computed independently here.  Blocks that are not meant to run
+(shell, output, pseudo-code) must be fenced as ```text / ```bash, not ```python.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+import yaml
+
+import graspsim
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+_FENCE = re.compile(r"^```[ \t]*([^\s`]*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+_PYTHON = {"python", "py", "python3"}
+_MODEL_DIRS = ("robots", "objects", "worlds")
+
+
+def python_blocks(path: Path) -> list[tuple[int, str]]:
+    """(first line of the code, 1-based; code) of every ```python block of a Markdown file."""
+    text = path.read_text(encoding="utf-8")
+    out = []
+    for m in _FENCE.finditer(text):
+        if m.group(1).lower() in _PYTHON:
+            out.append((text.count("\n", 0, m.start(2)) + 1, m.group(2)))
+    return out
+
+
+def _small_batch(src: Path, dst: Path) -> None:
+    """The batch example with few candidates: 8 sphere directions (of them those within the
+    file's cone) plus straight down, one roll, stand-off 0, both preshapes."""
+    cfg = yaml.safe_load(src.read_text(encoding="utf-8"))
+    cand = cfg["candidates"]
+    cand["directions"]["sphere"] = 8
+    cand["rolls"] = 1
+    cand["standoffs"] = [0]
+    dst.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+
+
+def _make_docroot(root: Path) -> Path:
+    """Fill ``root`` so that it looks like the repository root to the documents' code."""
+    for d in _MODEL_DIRS:
+        (root / d).symlink_to(ROOT / d, target_is_directory=True)
+    (root / "examples").mkdir()
+    for f in (ROOT / "examples").iterdir():
+        if f.name == "batch_barrett_mug.yaml":
+            _small_batch(f, root / "examples" / f.name)
+        elif f.is_file():
+            (root / "examples" / f.name).write_bytes(f.read_bytes())
+    return root
+
+
+@pytest.fixture
+def docroot(tmp_path, monkeypatch) -> Path:
+    """A fresh working folder that looks like the repository root (the current folder in the test)."""
+    monkeypatch.chdir(_make_docroot(tmp_path))
+    return tmp_path
+
+
+def run_doc(name: str) -> tuple[dict, str]:
+    """Run every python block of ``name`` (relative to the repository root) in one namespace in
+    the current folder; returns the namespace and what the blocks printed.  Tracebacks point at
+    the document's lines."""
+    path = ROOT / name
+    blocks = python_blocks(path)
+    assert blocks, f"{name} has no python blocks"
+    ns: dict = {"__name__": "__main__"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for line, code in blocks:
+            exec(compile("\n" * (line - 1) + code, str(path), "exec"), ns)
+    return ns, out.getvalue()
+
+
+# the test of each document that has python blocks
+COVERED = {"README.md", "docs/batch.md", "docs/collision.md", "docs/grasp_analysis.md", "docs/lcp.md",
+           "docs/reduced_coordinates.md", "docs/stepper_validation.md"}
+
+
+def test_every_document_with_python_blocks_has_a_test():
+    with_blocks = {p.relative_to(ROOT).as_posix() for p in DOCS if python_blocks(p)}
+    assert with_blocks == COVERED, "add a test (and the name to COVERED) for new documents with python blocks"
+    for p in DOCS:          # syntax of every block, also of documents whose test is skipped
+        for line, code in python_blocks(p):
+            compile("\n" * (line - 1) + code, str(p), "exec")
+
+
+def test_fence_parser_finds_python_blocks_only(tmp_path):
+    md = tmp_path / "x.md"
+    md.write_text("text\n```python\na = 1\n```\n```bash\nls\n```\n```\nout\n```\n\n```py\nb = 2\n```\n")
+    assert python_blocks(md) == [(3, "a = 1\n"), (13, "b = 2\n")]
+
+
+# ---------------------------------------------------------------------------------------- README
+
+
+@pytest.fixture(scope="module")
+def readme(tmp_path_factory):
+    """README.md's blocks, run once for the README tests: (namespace, printed text, folder)."""
+    root = _make_docroot(tmp_path_factory.mktemp("readme"))
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        ns, out = run_doc("README.md")
+    finally:
+        os.chdir(cwd)
+    return ns, out, root
+
+
+def test_readme_inspect_and_kinematics(readme):
+    ns, out, _ = readme
+    from graspsim import kinematics as K
+
+    assert ns["hand"].dof_names == ["spread", "f1", "f2", "f3"]
+    np.testing.assert_allclose(np.degrees(ns["hand"].dof_limits), [[0, 180], [0, 144], [0, 144], [0, 144]],
+                               atol=1e-9)                                # robots/barrett.yaml
+    assert ns["mug"].mass == pytest.approx(0.3)                          # objects/mug.yaml
+    arm = ns["arm"]
+    assert ns["X"].shape == (len(arm.links), 4, 4) and ns["J"].shape == (6, 6)
+    ik = ns["ik"]
+    assert ik.success and ik.position_error < 1e-6
+    X_ik = K.forward_kinematics(arm, K.joint_values(arm, ik.dofs))[6]
+    assert np.linalg.norm(X_ik[:3, 3] - ns["X"][6][:3, 3]) < 1e-6       # the IK answer reaches the pose
+
+
+def test_readme_pregrasp_clear_of_the_mug(readme):
+    ns, out, _ = readme
+    # check_interpenetration raised during the run had the pre-grasp intersected the mug; finger
+    # 1's tip is 22 mm from it, and the mug stands on the table
+    assert ns["d"] == pytest.approx(0.022, abs=5e-4)
+    assert ns["d"] == pytest.approx(np.linalg.norm(ns["p_finger"] - ns["p_mug"]), abs=1e-9)
+    assert re.search(r"^mug table ", out, re.M)
+
+
+@pytest.mark.xfail(strict=True, reason="collision bug, not the README's: for a primitive body (the finger's "
+                   "capsule) against a mesh (the mug) python-fcl 0.7 returns the nearest points in (mesh, "
+                   "primitive) order whatever the argument order, and FCLObjects.distance passes them on; "
+                   "remove this mark once closest_points returns (d, point on a, point on b)")
+def test_readme_closest_points_in_argument_order(readme):
+    ns, _, _ = readme
+    mesh = trimesh.load(ROOT / "objects/meshes/mug.obj", force="mesh")   # the mug stands at the origin
+    on_mug = np.abs(trimesh.proximity.signed_distance(mesh, np.array([ns["p_mug"], ns["p_finger"]])))
+    assert on_mug[0] < 1e-6 and on_mug[1] == pytest.approx(ns["d"], abs=1e-6)
+
+
+def test_readme_static_grasp_and_analysis(readme):
+    ns, _, _ = readme
+    from graspsim import grasp
+
+    r = ns["r"]
+    assert r.stopped_by == {"spread": "not moving", "f1": "contact", "f2": "contact", "f3": "contact"}
+    assert r.quality.force_closure
+    assert r.quality.epsilon == pytest.approx(0.303, abs=0.001)
+    assert r.quality.volume == pytest.approx(0.337, abs=0.001)
+    gc = ns["gc"]
+    assert len(gc) >= 3 and np.all(gc.mu == 1.0)                         # rubber on glass
+    assert np.all(gc.separation > 0) and np.all(gc.separation <= 1e-4)  # touching, not inside
+    mug = graspsim.load_object("objects/mug.yaml")     # radius: centre of mass to the farthest mesh vertex
+    v = mug.shape.vertices @ mug.shape.X_LS[:3, :3].T + mug.shape.X_LS[:3, 3]
+    assert ns["radius"] == pytest.approx(np.max(np.linalg.norm(v - mug.inertial.com, axis=1)), rel=1e-12)
+    assert ns["quality"].force_closure
+    assert ns["quality"].epsilon == pytest.approx(r.quality.epsilon, rel=1e-9)
+    q05 = grasp.analyze(ns["points"], ns["normals"], mu=0.5, center=ns["com"], torque_scale=1 / ns["radius"])
+    assert q05.force_closure and q05.epsilon == pytest.approx(0.139, abs=0.001)
+
+
+def test_readme_dynamic_grasp_lifts_the_mug(readme):
+    lift = readme[0]["lift"]
+    assert lift.held and not lift.dropped
+    assert lift.hand_rise == pytest.approx(0.1, abs=1e-9)
+    assert lift.lifted == pytest.approx(0.1, abs=1e-3)
+    assert lift.slip < 1e-4
+
+
+def test_readme_drive_it_yourself_lifts_the_mug(readme):
+    ns, out, _ = readme
+    sim = ns["sim"]
+    # the palm rose 5 cm along the prescribed path, and the pressing fingers carried the mug with
+    # it (a mug left near z0 means the fingers' closing command was lost: they did not press)
+    palm_rise = sim.body_pose("barrett/palm")[2, 3] - ns["X_base"][2, 3]
+    assert palm_rise == pytest.approx(0.05, abs=1e-12)
+    assert sim.body_pose("mug")[2, 3] - ns["z0"] == pytest.approx(0.05, abs=2e-3)
+    assert np.all(np.abs(sim.body_velocity("mug")) < 0.05)               # at rest in the hand
+
+
+def test_readme_contact_table_and_replay(readme):
+    ns, out, _ = readme
+    sim, ctl = ns["sim"], ns["ctl"]
+    table = out[out.index("ContactSet:"):].splitlines()
+    assert re.match(r"ContactSet: \d+ contacts", table[0])
+    assert re.match(r"\s+#\s+body_a\s+body_b\s+point \(m\)\s+normal\s+sep \(mm\)$", table[1])
+    assert re.match(r"\s+0\s+barrett/f\d_(prox|dist)\s+mug\s+\[", table[2])
+    assert ns["sim"].contact_forces.shape == (len(sim.contacts), 3)
+    s0 = sim.save_state()
+    try:
+        sim.step(ctl)
+        P1 = sim.poses()
+        sim.restore_state(s0)
+        sim.step(ctl)
+        np.testing.assert_array_equal(sim.poses(), P1)                   # exact replay
+    finally:
+        sim.restore_state(s0)
+
+
+def test_readme_batch(readme):
+    ns, out, root = readme
+    from graspsim.batch import prepare, read_results, run_batch
+
+    n = len(prepare(ns["cfg"])[1])
+    assert ns["run"].total == n and ns["run"].evaluated == n
+    with sqlite3.connect(root / "mug.sqlite") as con:
+        assert con.execute("SELECT COUNT(*) FROM results").fetchone()[0] == n
+        n_fc = con.execute("SELECT COUNT(*) FROM results WHERE force_closure = 1").fetchone()[0]
+    assert n_fc >= 1                                    # straight down at spread 0 closes on the mug
+    assert f"force closure: {n_fc} of" in out
+    with open(root / "mug.csv", newline="") as f:
+        assert len(list(csv.reader(f))) == n + 1
+    again = run_batch(ns["cfg"], root / "mug.sqlite", resume=True, progress="off")   # a rerun skips
+    assert again.skipped == n and again.evaluated == 0 and len(read_results(root / "mug.sqlite")) == n
+
+
+def test_readme_reduced_coordinates(readme):
+    """Gravity torques at q = 0 equal -sum_i m_i J_i^T g over the links' centres of mass."""
+    ns, _, _ = readme
+    from graspsim import kinematics as K
+
+    arm = ns["arm"]
+    q = K.joint_values(arm, np.zeros(6))
+    Xl = K.forward_kinematics(arm, q)
+    g = np.array([0.0, 0.0, -9.81])
+    tau = np.zeros(6)
+    for li, link in enumerate(arm.links):
+        c = Xl[li][:3, :3] @ link.inertial.com + Xl[li][:3, 3]
+        tau -= link.inertial.mass * K.jacobian(arm, q, None, link=li, point_W=c)[:3].T @ g
+    assert np.abs(tau).max() > 1.0                      # a real load, not a zero vector
+    np.testing.assert_allclose(ns["tau"], tau, atol=1e-9 * np.abs(tau).max())
