@@ -253,3 +253,36 @@ def test_readme_reduced_coordinates(readme):
         tau -= link.inertial.mass * K.jacobian(arm, q, None, link=li, point_W=c)[:3].T @ g
     assert np.abs(tau).max() > 1.0                      # a real load, not a zero vector
     np.testing.assert_allclose(ns["tau"], tau, atol=1e-9 * np.abs(tau).max())
+
+
+# ------------------------------------------------------------------------------------- docs/*.md
+
+
+def test_lcp_doc(docroot):
+    ns, _ = run_doc("docs/lcp.md")
+    r, M, q = ns["r"], ns["M"], ns["q"]
+    assert r.status == "solved" and r.residual <= 1e-9 and r.certificate is None
+    np.testing.assert_allclose(r.z, np.linalg.solve(M, -q), atol=1e-12)      # both basic: M z + q = 0
+    np.testing.assert_allclose(r.z, [4 / 3, 7 / 3], atol=1e-12)
+    np.testing.assert_allclose(r.w, 0.0, atol=1e-12)
+    assert r.basis.tolist() == [True, True]
+    r2 = ns["r2"]
+    assert r2.status == "solved" and r2.warm_started and r2.pivots == 0
+    np.testing.assert_allclose(r2.z, np.linalg.solve(M, -(q - 0.1)), atol=1e-12)
+    bad = ns["bad"]
+    y = bad.certificate
+    assert bad.status == "ray" and y is not None
+    Mb = np.array([[1.0, -1.0], [-1.0, 1.0]])
+    assert np.all(y >= 0) and np.all(Mb.T @ y <= 1e-12) and np.array([-1.0, -1.0]) @ y < 0    # Farkas
+
+
+def test_reduced_coordinates_doc(docroot):
+    """Forward dynamics of the inverse dynamics' torques gives back the acceleration (three
+    algorithms, tree and DOF coordinates); the joint-space inertia is symmetric positive definite."""
+    ns, _ = run_doc("docs/reduced_coordinates.md")
+    H = ns["H"]
+    np.testing.assert_allclose(H, H.T, atol=1e-12)
+    assert np.linalg.eigvalsh(H).min() > 0
+    for a in ("a1", "a2", "a3"):
+        np.testing.assert_allclose(ns[a], ns["qdd"], atol=1e-9)
+    np.testing.assert_allclose(ns["acc"], np.ones(4), atol=1e-9)
