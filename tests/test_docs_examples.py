@@ -286,3 +286,23 @@ def test_reduced_coordinates_doc(docroot):
     for a in ("a1", "a2", "a3"):
         np.testing.assert_allclose(ns[a], ns["qdd"], atol=1e-9)
     np.testing.assert_allclose(ns["acc"], np.ones(4), atol=1e-9)
+
+
+def test_grasp_analysis_doc(docroot):
+    ns, _ = run_doc("docs/grasp_analysis.md")
+    from graspsim.grasp import analyze, qhull_quality, wrench_margin
+
+    res = ns["res"]
+    fc, eps, vol = qhull_quality(res.wrenches.reshape(-1, 6))            # full-hull reference
+    assert res.force_closure and fc
+    assert res.epsilon == pytest.approx(eps, rel=1e-9) and res.epsilon == pytest.approx(0.141, abs=5e-4)
+    assert res.volume == pytest.approx(vol, rel=1e-9) and res.volume == pytest.approx(0.0264, abs=5e-5)
+    u = res.weakest_direction
+    assert abs(u[3]) == pytest.approx(np.linalg.norm(u), rel=0.05)      # mostly torque about x
+    # the L1 budget: total normal force 1; friction can carry at most mu of it along z (a cone edge
+    # lies along z), so -0.05 z fits 0.5 / 0.05 = 10 times
+    m = wrench_margin(res, ns["w"])
+    assert m.scale == pytest.approx(ns["mu"] / 0.05, rel=1e-6) and m.distance > 0
+    assert not analyze(ns["points"], ns["normals"], 0.0, center=ns["com"], torque_scale=1 / ns["r_max"]).force_closure
+    png = docroot / "out" / "gws.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
