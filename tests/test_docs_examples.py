@@ -306,3 +306,58 @@ def test_grasp_analysis_doc(docroot):
     assert not analyze(ns["points"], ns["normals"], 0.0, center=ns["com"], torque_scale=1 / ns["r_max"]).force_closure
     png = docroot / "out" / "gws.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_collision_doc(docroot):
+    """The box (20 x 5 x 5 cm, centred at z = 2.5 cm) rests on the table (z = 0); the gripper's
+    inner finger faces are 40 mm from its centre line, the box's sides 25 mm."""
+    ns, out = run_doc("docs/collision.md")
+    assert len(re.findall(r"^box table ", out, re.M)) == 4
+    cs, m, P, i, j = ns["cs"], ns["m"], ns["P"], ns["i"], ns["j"]
+    assert len(cs) == 4 and set(cs.body_a) == {i} and set(cs.body_b) == {j}
+    corners = {(x, y) for x in (-0.1, 0.1) for y in (-0.025, 0.025)}
+    assert {(round(float(p[0]), 6), round(float(p[1]), 6)) for p in cs.point} == corners
+    np.testing.assert_allclose(cs.point[:, 2], 0.0, atol=1e-8)
+    np.testing.assert_allclose(cs.normal, [[0, 0, -1]] * 4, atol=1e-12)
+    np.testing.assert_allclose(cs.separation, 0.0, atol=1e-8)
+    table = out[out.index("ContactSet: 4 contacts"):].splitlines()
+    assert all(re.match(r"\s+\d\s+box\s+table\s+\[", row) for row in table[2:6])
+    assert ns["d"] == pytest.approx(0.04 - 0.025, abs=1e-6)
+    assert m.penetrating(P) == [] and m.interpenetrations(P) == []
+    sep, pair = m.separations(P)
+    assert sep == pytest.approx(0.0, abs=1e-8) and pair == (i, j)
+    # the impact: the fingers meet the box's sides at opening 25 mm, s = 0.75; the search stops
+    # within the threshold (0.1 mm of opening = 0.005 of s) before it
+    gap = (0.04 - 0.02 * ns["s_touch"]) - 0.025
+    assert 0 < gap <= 1e-4 + 1e-12
+    # the joint limit: 70 mm is crossed at s = 0.5, found to 0.1 mm (1/600 of s)
+    assert ns["k"] == 0 and 0.5 - 1e-4 / 0.06 - 1e-12 <= ns["s_limit"] <= 0.5
+
+
+def test_contact_set_prints_a_short_table_by_name():
+    """What ``print(sim.contacts)`` shows: a row per contact (the first MAX_ROWS), bodies by name,
+    the numbers those of the arrays at the printed precision."""
+    from dataclasses import replace
+
+    from graspsim.collision import model_for
+
+    world = graspsim.load_world(ROOT / "worlds/parallel_jaw_box.yaml")
+    cs = model_for(world).contacts(world.body_poses())
+    assert cs.names == world.table.names
+    lines = repr(cs).splitlines()
+    assert lines[0] == "ContactSet: 4 contacts (world frame; normal from body_a towards body_b)"
+    assert len(lines) == 2 + len(cs) and str(cs) == repr(cs)
+    for k, row in enumerate(lines[2:]):
+        f = row.replace("[", " ").replace("]", " ").split()
+        assert (int(f[0]), f[1], f[2]) == (k, "box", "table")
+        np.testing.assert_allclose([float(x) for x in f[3:6]], cs.point[k], atol=5e-5)
+        np.testing.assert_allclose([float(x) for x in f[6:9]], cs.normal[k], atol=5e-4)
+        assert float(f[9]) == pytest.approx(1e3 * cs.separation[k], abs=5e-5)
+        assert "-0.000" not in row                      # values that round to zero print unsigned
+    many = cs.select(np.repeat(np.arange(4), 6))          # 24 contacts: the first 20 and a count
+    assert many.names == cs.names
+    lines = repr(many).splitlines()
+    assert len(lines) == 2 + cs.MAX_ROWS + 1 and lines[-1] == f"... and {24 - cs.MAX_ROWS} more"
+    unnamed = repr(replace(cs, names=None)).splitlines()  # a set built without names: bodies by index
+    assert unnamed[2].split()[1:4] == ["body", str(world.table.index["box"]), "body"]
+    assert repr(cs.select(np.zeros(4, bool))) == "ContactSet: 0 contacts (world frame; normal from body_a towards body_b)"

@@ -69,7 +69,7 @@ class ContactSet:
         rows = [head, f"{'#':>3}  {'body_a':<{wa}}  {'body_b':<{wb}}  {'point (m)':<26}  {'normal':<23}  sep (mm)"]
         for r in range(shown):
             rows.append(f"{r:>3}  {a[r]:<{wa}}  {b[r]:<{wb}}  {_vec(self.point[r], 8, 4):<26}  "
-                        f"{_vec(self.normal[r], 7, 3):<23}  {1e3 * float(self.separation[r]):8.4f}")
+                        f"{_vec(self.normal[r], 7, 3):<23}  {round(1e3 * float(self.separation[r]), 4) + 0.0:8.4f}")
         if k > shown:
             rows.append(f"... and {k - shown} more")
         return "\n".join(rows)
