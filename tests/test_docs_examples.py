@@ -385,3 +385,13 @@ def test_batch_doc(docroot):
     assert sorted(p.name for p in (docroot / "plots").glob("*.png")) == ["epsilon_hist.png",
                                                                          "success_vs_direction.png"]
     assert pq.read_table(docroot / "seed2.parquet").num_rows == n
+
+
+def test_stepper_validation_doc(docroot):
+    ns, _ = run_doc("docs/stepper_validation.md")
+    sim, X_target = ns["sim"], ns["X_target"]
+    assert sim.time == pytest.approx(1.0, abs=1e-9)
+    X_E = sim.body_pose("puma/link6") @ ns["X_LE"]
+    assert np.linalg.norm(X_E[:3, 3] - X_target[:3, 3]) < 1e-5
+    R = X_E[:3, :3].T @ X_target[:3, :3]                                 # orientation kept
+    assert np.arccos(np.clip((np.trace(R) - 1) / 2, -1, 1)) < 1e-4
