@@ -27,6 +27,7 @@ import trimesh
 import yaml
 
 import graspsim
+import graspsim.batch
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -226,8 +227,10 @@ def test_readme_batch(readme):
     ns, out, root = readme
     from graspsim.batch import prepare, read_results, run_batch
 
-    n = len(prepare(ns["cfg"])[1])
+    n = len(prepare(ns["cfg"])[1])                      # the reduced copy of the example (see _small_batch)
     assert ns["run"].total == n and ns["run"].evaluated == n
+    full = graspsim.batch.load_config(ROOT / "examples/batch_barrett_mug.yaml")
+    assert len(prepare(full)[1]) == 1392                  # the shipped example, as the README says
     with sqlite3.connect(root / "mug.sqlite") as con:
         assert con.execute("SELECT COUNT(*) FROM results").fetchone()[0] == n
         n_fc = con.execute("SELECT COUNT(*) FROM results WHERE force_closure = 1").fetchone()[0]
