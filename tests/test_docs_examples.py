@@ -156,10 +156,6 @@ def test_readme_pregrasp_clear_of_the_mug(readme):
     assert re.search(r"^mug table ", out, re.M)
 
 
-@pytest.mark.xfail(strict=True, reason="collision bug, not the README's: for a primitive body (the finger's "
-                   "capsule) against a mesh (the mug) python-fcl 0.7 returns the nearest points in (mesh, "
-                   "primitive) order whatever the argument order, and FCLObjects.distance passes them on; "
-                   "remove this mark once closest_points returns (d, point on a, point on b)")
 def test_readme_closest_points_in_argument_order(readme):
     ns, _, _ = readme
     mesh = trimesh.load(ROOT / "objects/meshes/mug.obj", force="mesh")   # the mug stands at the origin
