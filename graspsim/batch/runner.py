@@ -472,11 +472,12 @@ def _connect(scheduler: str, security):
 
     try:
         return Client(scheduler, security=security)
-    except (OSError, TimeoutError) as e:
+    except Exception as e:  # noqa: BLE001 -- whatever answers there (or nothing), the run cannot start
         hint = ("; with TLS, check that the scheduler runs with certificates signed by the same CA as yours, and "
-                "that your certificate and key belong together" if security is not None else "")
-        raise BatchError(f"cannot connect to the Dask scheduler at '{scheduler}': {type(e).__name__}: {e}{hint}") \
-            from None
+                "that your certificate and key belong together" if security is not None else
+                "; is a Dask scheduler listening at that address and port?")
+        raise BatchError(f"cannot connect to the Dask scheduler at '{scheduler}': {type(e).__name__}: "
+                         f"{str(e)[:300]}{hint}") from None
 
 
 def _run(cfg, cands, worlds, store, *, workers, scheduler, security, cluster, client, limit, chunk_size, progress,
