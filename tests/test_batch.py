@@ -246,6 +246,34 @@ def test_two_workers_from_an_unguarded_script_identical_to_serial(reference, tmp
     _same(ref, read_results(db, timings=False))
 
 
+def test_run_batch_in_a_starting_process_refuses_and_leaves_the_database_alone(tmp_path):
+    """What a Dask worker restart does with an unguarded script: a process started with 'spawn'
+    runs the script again while it starts; run_batch there must refuse, saying what to do."""
+    script = tmp_path / "restarted.py"
+    script.write_text(
+        "import multiprocessing as mp, sys\n"
+        "from graspsim.batch import BatchError, run_batch\n"
+        "if __name__ != '__main__':          # the child, importing this script while it starts\n"
+        "    try:\n"
+        "        run_batch(sys.argv[1], sys.argv[2], progress='off')\n"
+        "    except BatchError as e:\n"
+        "        print('child:', e, flush=True)\n"
+        "if __name__ == '__main__':\n"
+        "    p = mp.get_context('spawn').Process(target=print, args=('target ran',))\n"
+        "    p.start(); p.join(); sys.exit(p.exitcode)\n")
+    cfg_file = tmp_path / "small.yaml"
+    cfg_file.write_text(yaml.safe_dump(SMALL))
+    db = _db(tmp_path, "untouched")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    p = subprocess.run([sys.executable, str(script), str(cfg_file), str(db)], capture_output=True, text=True,
+                       cwd=str(tmp_path), env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["child: run_batch was called while a new process was starting up and running "
+                                     "the main script again (e.g. a Dask worker process); put the script's main "
+                                     "code under 'if __name__ == \"__main__\":'", "target ran"]
+    assert not db.exists() and not Path(f"{db}.lock").exists()
+
+
 def test_dask_local_cluster_identical_to_serial(reference, tmp_path, capsys):
     from distributed import Client, LocalCluster
 

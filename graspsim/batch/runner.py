@@ -74,7 +74,7 @@ class RunResult:
         keys = [k for k in outcome_keys(self.dynamic) if self.outcomes.get(k)]
         counts = ", ".join(f"{OUTCOMES[k][0]} {self.outcomes[k]}" for k in keys) or "nothing new"
         how = {"serial": "in this process", "processes": f"{self.workers} worker processes",
-               "dask": f"Dask, {self.workers} worker threads"}[self.backend]
+               "dask": f"Dask, {self.workers} worker thread{'s' if self.workers != 1 else ''}"}[self.backend]
         left = ""
         if self.remaining:
             why = f"--limit {self.limit}" if self.limit is not None and not self.interrupted else "stopped early"
