@@ -478,6 +478,9 @@ def test_summary_counts_add_up_and_name_the_failures(reference, capsys):
                   for b in {x for pair in r["collision"].split("; ") for x in pair.split("-")
                             if not x.startswith("barrett/")})
     assert s.collisions == dict(hit) and hit["table"] == exp["pregrasp_collision"]
+    from graspsim.batch.summary import _overlapped
+    assert _overlapped({"collision": "barrett/palm-coffee-mug; shelf-2-barrett/f1_dist; barrett/f2_dist-table"},
+                       "barrett") == {"coffee-mug", "shelf-2", "table"}      # body names with '-'
 
     assert main(["results", "summary", str(db), "--top", "3"]) == 0
     out = capsys.readouterr().out

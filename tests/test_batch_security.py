@@ -181,3 +181,12 @@ def test_plain_tcp_address_off_this_machine_warns_once(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count(f"warning: the Dask scheduler address '{far}' is neither encrypted") == 1
     assert not db.exists() and not Path(f"{db}.lock").exists()
+    # a database with results keeps them when a resume cannot start; one emptied by --overwrite goes
+    run_batch(TINY, db, limit=2, progress="off")
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        with pytest.raises(BatchError, match="cannot connect"):
+            run_batch(TINY, db, scheduler=far, resume=True, progress="off")
+        assert len(read_results(db)) == 2
+        with pytest.raises(BatchError, match="cannot connect"):
+            run_batch(TINY, db, scheduler=far, overwrite=True, progress="off")
+    assert not db.exists()

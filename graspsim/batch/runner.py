@@ -395,8 +395,8 @@ def run_batch(config, db=None, *, workers: int = 0, scheduler: str | None = None
 
     One run per database: a second run on the same file (fresh or resumed, from any process) is
     refused while the first is alive.  A run that fails before committing a row removes the
-    database it created.  Ctrl-C stops the run cleanly (committed rows stay; continue with
-    ``resume=True``) and re-raises ``KeyboardInterrupt``.
+    database it created (or emptied with ``overwrite``).  Ctrl-C stops the run cleanly (committed
+    rows stay; continue with ``resume=True``) and re-raises ``KeyboardInterrupt``.
     """
     _check_not_bootstrapping()
     cfg = config if isinstance(config, BatchConfig) else load_config(config)
@@ -427,11 +427,12 @@ def run_batch(config, db=None, *, workers: int = 0, scheduler: str | None = None
     with RunLock(db):
         created = not db.exists()
         store = None
-        finished = False
+        finished = emptied = False
         try:
             cfg, cands, worlds = prepare(cfg)
             store = ResultStore(db)
             warning = store.init_run(cfg, len(cands), resume=resume, overwrite=overwrite)
+            emptied = created or overwrite           # a new database, or the old run discarded
             if warning and progress != "off":
                 print(warning, file=out)
             res = _run(cfg, cands, worlds, store, workers=workers, scheduler=scheduler, security=security,
@@ -447,7 +448,7 @@ def run_batch(config, db=None, *, workers: int = 0, scheduler: str | None = None
                 except Exception:  # noqa: BLE001 -- on the way out of a failure
                     empty = False
                 store.close()
-            if not finished and created and (store is None or empty):
+            if not finished and ((created and store is None) or (emptied and empty)):
                 _remove_database(db)
 
 

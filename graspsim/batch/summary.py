@@ -158,12 +158,16 @@ def _preshape_text(js) -> str:
 
 
 def _overlapped(row: dict, hand: str) -> set:
-    """The bodies other than the hand in a pre-grasp collision row's pairs ('hand/link-body; ...')."""
+    """The bodies other than the hand in a pre-grasp collision row's pairs ('hand/link-body; ...';
+    a body name may contain '-', a hand link name is assumed not to)."""
     out = set()
+    prefix = f"{hand}/"
     for pair in (row.get("collision") or "").split(";"):
-        for name in pair.strip().split("-"):
-            if name and not name.startswith(f"{hand}/"):
-                out.add(name)
+        pair = pair.strip()
+        if f"-{prefix}" in pair:                       # body-hand/link
+            out.add(pair[:pair.index(f"-{prefix}")])
+        elif pair.startswith(prefix) and "-" in pair[len(prefix):]:   # hand/link-body
+            out.add(pair[len(prefix):].split("-", 1)[1])
     return out
 
 
