@@ -22,7 +22,7 @@ OUTCOMES = {
                              "slipped 1 cm or more in the hand"),
     "no_contact": ("no contact", "the hand closed without touching the object"),
     "pregrasp_collision": ("pre-grasp collision", "the open hand already overlapped another body at its start "
-                                                  "pose, so this candidate was not tried"),
+                                                  "pose, so the grasp was not attempted"),
     "error": ("error", "the evaluation raised an error"),
 }
 
