@@ -234,7 +234,7 @@ def test_readme_batch(readme):
         assert con.execute("SELECT COUNT(*) FROM results").fetchone()[0] == n
         n_fc = con.execute("SELECT COUNT(*) FROM results WHERE force_closure = 1").fetchone()[0]
     assert n_fc >= 1                                    # the summary had grasps to report
-    assert f"force closure: {n_fc} of" in out
+    assert f"success (force closure): {n_fc} of {n} evaluated" in out
     with open(root / "mug.csv", newline="") as f:
         assert len(list(csv.reader(f))) == n + 1
     again = run_batch(ns["cfg"], root / "mug.sqlite", resume=True, progress="off")   # a rerun skips
