@@ -306,6 +306,9 @@ def test_script_key_drag_and_buttons(open_view):
 @pytest.mark.parametrize("name", WORLDS)
 def test_frame_rate_at_least_30(open_view, name):
     v = open_view(name, 1280, 720)
+    # warm up first: the first frames of a process's first window run slower (llvmpipe compiles the
+    # shaders; the 3-D resolution adapts), so alone this test measured less than after other tests
+    v.run_script("fps 0.5")
     best = 0.0
     for _ in range(3):                           # best of three: other processes share the CPU
         v.run_script("fps 1.0")
