@@ -21,10 +21,12 @@ step intact; a non-finite state is never committed.
 Inputs are checked where they enter (the constructor, ``dt``, ``state``/``restore_state``,
 ``apply_external_force``, ``set_base_motion``'s poses, the controller's command, ``run``): bad
 input raises ValueError naming it (SimulationError for a state the step cannot advance), leaving
-the simulator as it was.  Bounds: a step ``dt`` finite in (0, MAX_DT] s; poses rigid to
+the simulator as it was.  Bounds: a step ``dt`` in [MIN_DT, MAX_DT] = [1 ps, 1 s]; poses rigid to
 :data:`graspsim.spatial.RIGID_TOL`; quaternions finite with norm within
 :data:`graspsim.spatial.UNIT_QUAT_TOL` of 1 (renormalised; zero or far from unit refused);
-positions, velocities, joint values, forces finite; masses finite and > 0.
+positions, velocities, forces finite; joint values within JOINT_MAX and, with the links, fitting
+the poses to JOINT_STATE_TOL; masses finite and > 0.  Huge but finite values are not refused: the
+step then either ends finite or raises SimulationError.
 """
 from __future__ import annotations
 
@@ -53,12 +55,23 @@ PRI_LIMIT_TOL = 1e-4              # prismatic (m)
 LOCK_GAIN = 100.0
 #: the longest step (s): a rigid-body step of more than a second is a unit mistake (ms?), not a step
 MAX_DT = 1.0
+#: the shortest step (s): 1 ps, the smallest remainder callers use to land on a time grid; below it
+#: the implicit rows' compliance 1 / (h c) heads for overflow (1e-300 s: 1e302) and no contact
+#: dynamics is resolved anyway
+MIN_DT = 1e-12
 #: error correction (eq. 16, 19) removes gamma of a position error per max(h, step at construction,
 #: H_CORRECTION_MIN) (s): with gamma per step of a 1 ns step, a resting contact 50 um from its
 #: target would be pushed out at 0.2 * 50 um / 1 ns = 1e4 m/s; this way at most 1 cm/s at any step
 H_CORRECTION_MIN = 1e-3
 #: shortest advance of time after an impact cut the step (s; a step cut to 0 would repeat forever)
 H_FLOOR = 1e-9
+#: a restored state's joint values must agree with its poses to this (rad or m; a revolute joint
+#: modulo 2 pi), and its joints hold together to this; steps keep both below 1e-5 (measured: a
+#: Puma + Barrett grasp and lift of the handset, 4e-6 and 1e-12)
+JOINT_STATE_TOL = 1e-2
+#: largest joint value (rad or m): beyond it the unwrapping of revolute joints (modulo 2 pi) loses
+#: its precision and no prismatic joint is that long
+JOINT_MAX = 1e6
 
 
 @dataclass
@@ -96,8 +109,8 @@ class StepInfo:
 class Simulator:
     """Time-stepping rigid-body simulation of a :class:`~graspsim.world.World`.
 
-    Parameters: ``dt`` step (s, default the world's; finite in (0, MAX_DT]; may be changed between
-    steps), ``friction_directions`` u per contact (even, >= 2; default 8), ``gamma`` error-correction
+    Parameters: ``dt`` step (s, default the world's; in [MIN_DT, MAX_DT] = [1e-12, 1]; may be
+    changed between steps), ``friction_directions`` u per contact (even, >= 2; default 8), ``gamma`` error-correction
     factor in [0, 1] (0.2; per step, over at least the step given at construction and
     H_CORRECTION_MIN), ``threshold`` contact distance (m, > 0; default the world's, 0.1 mm),
     ``static_speed`` static/kinetic switch (m/s, >= 0; 1 mm/s), ``gravity`` (3,) m/s^2 in W (default
@@ -205,12 +218,12 @@ class Simulator:
     # ------------------------------------------------------------------ public API
     @property
     def dt(self) -> float:
-        """The step (s), finite in (0, MAX_DT]; setting it checks it (ValueError, step unchanged)."""
+        """The step (s), in [MIN_DT, MAX_DT]; setting it checks it (ValueError, step unchanged)."""
         return self._dt
 
     @dt.setter
     def dt(self, value: float) -> None:
-        self._dt = _number("dt", value, 0.0, MAX_DT, open_low=True)
+        self._dt = _number("dt", value, MIN_DT, MAX_DT)
 
     @property
     def state(self) -> SimState:
@@ -448,18 +461,22 @@ class Simulator:
         labels, n_isl = self._islands(contacts)
         # 10: per island: free step, equality system or mixed LCP
         # block inverse masses (m I, I_W at the new orientation), the gyroscopic term, M^-1 (M v + h k)
-        _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, q1, s.v, k, h_eff)
-        v_new, impulses, info = self._solve_islands(labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts)
-        if tm is not None:
-            tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
-        if not (RK.all_finite(v_new, c1, q1) and RK.all_finite(jq[None], jq[None], jq[None])):
-            raise SimulationError(f"non-finite state after the step at t = {s.time:.6f} s "
-                                  f"(h = {h_eff:.3g} s); the state before the step is kept")
+        try:    # the compiled kernels divide: overflowing numbers (a blow-up) end in a ZeroDivisionError
+            _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, q1, s.v, k, h_eff)
+            v_new, impulses, info = self._solve_islands(labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts)
+            if tm is not None:
+                tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
+            # post-stabilisation of the joints: project the new positions back onto the constraints
+            c1, q1 = self._displace(c1, q1, info.pop("dx"))
+            finite = RK.all_finite(v_new, c1, q1) and RK.all_finite(jq[None], jq[None], jq[None])
+        except ZeroDivisionError:
+            finite = False
+        if not finite:
+            raise SimulationError(f"non-finite numbers in the step at t = {s.time:.6f} s (h = {h_eff:.3g} s; "
+                                  f"{self._fastest(s)}); the state before the step is kept")
         if not s.time + h_eff > s.time:
             raise SimulationError(f"a step of {h_eff:.3g} s does not advance the clock at t = {s.time!r} s "
                                   "(below its resolution); the state before the step is kept")
-        # post-stabilisation of the joints: project the new positions back onto the constraints
-        c1, q1 = self._displace(c1, q1, info.pop("dx"))
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
         c_imp = np.zeros(len(st.c_idx))       # impulses of the coupling rows (none for the holds)
         c_imp[st.c_hard] = info.pop("hard_impulse")[len(eq):]
@@ -519,6 +536,43 @@ class Simulator:
         bad = spatial.unit_quat_problems(st.q)
         if bad:
             return f"q of body '{names[bad[0][0]]}': {bad[0][1]}"
+        return self._joint_problem(st)
+
+    def _joint_problem(self, st) -> str | None:
+        """Joint values and joints of a (finite, unit-quaternion) state that do not fit its poses."""
+        js, ds = self.js, self.ds
+        jq0 = np.array(st.joint_q, dtype=float, order="C")
+        lock, broken = np.asarray(st.lock, dtype=float), np.asarray(st.broken, dtype=bool)
+        for fld, a in (("joint_q", jq0), ("lock", lock)):
+            if len(a) and np.abs(a).max() > JOINT_MAX:
+                k = int(np.argmax(np.abs(a)))
+                who = f"joint '{js.names[k]}'" if fld == "joint_q" else f"DOF '{ds.names[k]}'"
+                return f"{fld} of {who} is {a[k]:.6g}, beyond +-{JOINT_MAX:g} (rad or m)"
+        if not len(jq0):
+            return None
+        q = np.asarray(st.q, dtype=float)
+        X = self._poses(np.array(st.c, dtype=float, order="C"),
+                        np.ascontiguousarray(q / np.linalg.norm(q, axis=1, keepdims=True)))
+        F, jq = self._joint_state(X, jq0)     # unwrapped against jq0: a revolute joint compares modulo 2 pi
+        d = np.abs(jq - jq0)
+        k = int(np.argmax(d))
+        if d[k] > JOINT_STATE_TOL:
+            return (f"joint_q of joint '{js.names[k]}' is {jq0[k]:.9g} but the poses put it at {jq[k]:.9g} "
+                    f"(rad or m; to {JOINT_STATE_TOL:g}, a revolute joint modulo 2 pi)")
+        rj, rt, rk = row_template(js)
+        _, _, err, keep = RK.equality_rows(rj, rt, rk, js.kind, js.parent, js.child, js.axis, self.bodies.slot,
+                                           self._com_world(X), F.o, F.o_c, F.R, F.R_c, F.axis, F.perp)
+        e = np.where(keep, np.abs(err), 0.0)
+        if len(e) and e.max() > JOINT_STATE_TOL:
+            r = int(np.argmax(e))
+            return (f"the poses pull joint '{js.names[rj[r]]}' apart by {e[r]:.3g} (m or rad; more than "
+                    f"{JOINT_STATE_TOL:g}): c and q of its links do not fit together")
+        # a broken-away DOF holds its proximal joint where it broke: inside the joint's range
+        for d_ in np.flatnonzero(broken):
+            lo, hi = js.limits[ds.joints[d_][0]]
+            if not lo - JOINT_STATE_TOL <= lock[d_] <= hi + JOINT_STATE_TOL:
+                return (f"lock of broken-away DOF '{ds.names[d_]}' is {lock[d_]:.6g}, outside its proximal "
+                        f"joint's range [{lo:.6g}, {hi:.6g}]")
         return None
 
     def _checked_copy(self, st) -> SimState:
@@ -532,6 +586,15 @@ class Simulator:
         f = lambda a: np.array(a, dtype=float, order="C")     # new arrays, laid out as the kernels take
         return SimState(float(st.time), f(st.c), q, f(st.v), f(st.joint_q), np.array(st.broken, dtype=bool),
                         f(st.lock), int(st.steps))
+
+    def _fastest(self, s) -> str:
+        """The fastest body of state ``s`` (a blow-up's first suspect), in words."""
+        if not len(s.v):
+            return "no dynamic bodies"
+        sp = np.abs(s.v).max(axis=1)
+        k = int(np.argmax(sp))
+        return (f"fastest body before the step: '{self.table.names[self.bodies.table_index[k]]}' at "
+                f"{sp[k]:.3g} m/s or rad/s")
 
     def _step_refusal(self, s, h: float) -> str:
         problem = self._state_problem(s) or \
@@ -553,9 +616,9 @@ class Simulator:
                 raise ValueError(f"controller command: {n} must have shape ({nd},) (the DOFs {self.dof_names}), "
                                  f"got {a.shape}")
         qr, qd, kp, kd, tau, eff = arrs
-        # one compiled pass for finiteness, then the signs (NaN fails >= as well)
+        # one compiled pass for finiteness, then the signs (ndarray.min keeps a NaN, which fails >=)
         if nd and not (RK.all_finite(qr[None], qd[None], tau[None]) and RK.all_finite(kp[None], kd[None], kd[None])
-                       and min(kp.min(), kd.min(), eff.min()) >= 0):
+                       and kp.min() >= 0 and kd.min() >= 0 and eff.min() >= 0):
             for n, a in zip(fields, arrs):
                 ok = (a >= 0) & ~np.isnan(a) if n == "effort" else np.isfinite(a) & ((a >= 0) | (n not in ("kp", "kd")))
                 if not ok.all():
@@ -1073,13 +1136,13 @@ class Simulator:
 
 
 def _number(name: str, value, lo: float, hi: float, *, open_low: bool = False) -> float:
-    """``value`` as a float in [lo, hi] ((lo, hi] with ``open_low``); ValueError naming ``name``."""
+    """``value`` as a finite float in [lo, hi] ((lo, hi] with ``open_low``); ValueError naming ``name``."""
     try:
         x = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not (lo < x <= hi if open_low else lo <= x <= hi):     # NaN fails both
-        raise ValueError(f"{name} must be {'>' if open_low else '>='} {lo:g} and <= {hi:g}, got {value!r}")
+    if not (np.isfinite(x) and (lo < x <= hi if open_low else lo <= x <= hi)):
+        raise ValueError(f"{name} must be finite, {'>' if open_low else '>='} {lo:g} and <= {hi:g}, got {value!r}")
     return x
 
 
