@@ -14,7 +14,16 @@ from . import kinematics, spatial
 from .model import description as d
 from .model.bodies import BodyTable, body_table
 
-__all__ = ["World", "WorldState", "RobotHandle", "BodyHandle"]
+__all__ = ["World", "WorldState", "RobotHandle", "BodyHandle", "MAX_JOINT_VALUE"]
+
+#: largest DOF or joint value (rad or m), also for joints without limits: beyond it revolute joints
+#: lose their unwrapping precision (modulo 2 pi) and no prismatic joint is that long
+MAX_JOINT_VALUE = 1e6
+
+
+def _bounded(q: np.ndarray) -> bool:
+    """All finite and within +-MAX_JOINT_VALUE (NaN fails the comparison)."""
+    return bool(np.all(np.abs(q) <= MAX_JOINT_VALUE))
 
 
 @dataclass
@@ -83,8 +92,8 @@ class RobotHandle:
             new = _floats(values, f"robot '{self.name}': DOF values").reshape(-1)
             if new.shape != cur.shape:
                 raise ValueError(f"robot '{self.name}' has {cur.size} DOFs, got {new.size} values")
-        if not np.all(np.isfinite(new)):
-            raise ValueError(f"robot '{self.name}': DOF values must be finite, got {new}")
+        if not _bounded(new):
+            raise ValueError(f"robot '{self.name}': DOF values must be finite and within +-{MAX_JOINT_VALUE:g}, got {new}")
         lim = self.dof_limits
         if check_limits and np.any((new < lim[:, 0] - 1e-9) | (new > lim[:, 1] + 1e-9)):
             bad = [f"{n}={v:.4g} not in [{a:.4g}, {b:.4g}]" for n, v, (a, b) in zip(self.dof_names, new, lim)
@@ -100,8 +109,9 @@ class RobotHandle:
 
         q = _floats(q, f"robot '{self.name}': joint values").reshape(-1)
         nj = len(self.description.joints)
-        if q.shape != (nj,) or not np.isfinite(q).all():
-            raise ValueError(f"robot '{self.name}': joint values must be {nj} finite numbers (rad or m), got {q}")
+        if q.shape != (nj,) or not _bounded(q):
+            raise ValueError(f"robot '{self.name}': joint values must be {nj} finite numbers within "
+                             f"+-{MAX_JOINT_VALUE:g} (rad or m), got {q}")
         dofs = dof_values_from_joints(self.description, q)
         self._world.state.dofs[self.index][:] = dofs
         coupled = jv(self.description, dofs)
@@ -251,7 +261,7 @@ class World:
 
     def check_state(self, state: WorldState | None = None) -> None:
         """ValueError naming the entry unless ``state`` (default: the current one) fits this world:
-        per robot (ndof,) finite DOF values and finite joint overrides, a finite rigid base pose
+        per robot (ndof,) DOF values and joint overrides, finite and within +-MAX_JOINT_VALUE, a finite rigid base pose
         (unmounted robots; :func:`graspsim.spatial.rigid_problem`), per body a finite rigid pose.
         DOF limits are not checked (a simulation may push a DOF a little past one)."""
         st = self.state if state is None else state
@@ -267,10 +277,12 @@ class World:
         for inst, dofs, X, ov in zip(desc.robots, st.dofs, st.base_poses, st.joint_overrides):
             q = _floats(dofs, f"robot '{inst.name}': DOF values")
             nd = len(inst.robot.dofs)
-            if q.shape != (nd,) or not np.isfinite(q).all():
-                raise ValueError(f"robot '{inst.name}': DOF values must be {nd} finite numbers, got {q}")
-            if not np.isfinite(_floats(list(ov.values()), f"robot '{inst.name}': joint overrides")).all():
-                raise ValueError(f"robot '{inst.name}': joint overrides must be finite, got {ov}")
+            if q.shape != (nd,) or not _bounded(q):
+                raise ValueError(f"robot '{inst.name}': DOF values must be {nd} finite numbers within "
+                                 f"+-{MAX_JOINT_VALUE:g}, got {q}")
+            if not _bounded(_floats(list(ov.values()), f"robot '{inst.name}': joint overrides")):
+                raise ValueError(f"robot '{inst.name}': joint overrides must be finite and within "
+                                 f"+-{MAX_JOINT_VALUE:g}, got {ov}")
             if inst.mount is None:
                 spatial.check_rigid(X, f"robot '{inst.name}': base pose")
         for inst, X in zip(desc.bodies, st.body_poses):

@@ -318,7 +318,8 @@ def test_bad_external_forces_and_base_motions_are_refused_and_nothing_is_applied
     ({"gamma": np.nan}, "gamma"), ({"gamma": 2.0}, "gamma"), ({"threshold": 0.0}, "threshold"),
     ({"static_speed": -1.0}, "static_speed"), ({"gravity": [0, 0, np.nan]}, "gravity"),
     ({"gravity": [0, -9.81]}, "gravity"), ({"friction_directions": 3}, "friction_directions"),
-    ({"friction_directions": 2.5}, "friction_directions"), ({"contact_compliance": -1e-6}, "contact_compliance"),
+    ({"friction_directions": 2.5}, "friction_directions"), ({"friction_directions": 1000}, "friction_directions"),
+    ({"friction_directions": 1e300}, "friction_directions"), ({"contact_compliance": -1e-6}, "contact_compliance"),
     ({"max_region_points": 2}, "max_region_points"), ({"max_region_points": np.inf}, "max_region_points"),
     ({"restitution_speed": np.nan}, "restitution_speed"), ({"lemke": "lemke"}, "lemke"),
 ])
@@ -341,6 +342,13 @@ def test_world_setters_refuse_nonsense_and_keep_the_state(descs):
         hand.set_joint_values(np.zeros(3))
     assert all(np.array_equal(a, b) for a, b in zip(before.dofs, w.state.dofs))
     assert before.joint_overrides == w.state.joint_overrides
+    # joints without limits are still bounded by MAX_JOINT_VALUE (the simulator's unwrapping needs it)
+    chain = world(descs, "chain").robots["chain"]
+    assert np.isinf(chain.dof_limits).all()
+    with pytest.raises(ValueError, match="within"):
+        chain.set_joint_values([2e6, 0.0, 0.0])
+    with pytest.raises(ValueError, match="within"):
+        chain.set_dofs([0.0, -2e6, 0.0])
 
 
 # ---------------------------------------------------------------------------- fuzz

@@ -39,7 +39,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import spatial
 from ..errors import SimulationError, did_you_mean
-from ..world import World
+from ..world import MAX_JOINT_VALUE, World
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
 from . import bodies as B
@@ -65,13 +65,16 @@ MIN_DT = 1e-12
 H_CORRECTION_MIN = 1e-3
 #: shortest advance of time after an impact cut the step (s; a step cut to 0 would repeat forever)
 H_FLOOR = 1e-9
+#: most friction directions per contact: the pyramid of 32 is within 0.5 % of the circular cone
+#: (cos(pi / 32)); more only grows the LCP by u + 2 rows per contact
+MAX_FRICTION_DIRECTIONS = 32
 #: a restored state's joint values must agree with its poses to this (rad or m; a revolute joint
 #: modulo 2 pi), and its joints hold together to this; steps keep both below 1e-5 (measured: a
 #: Puma + Barrett grasp and lift of the handset, 4e-6 and 1e-12)
 JOINT_STATE_TOL = 1e-2
-#: largest joint value (rad or m): beyond it the unwrapping of revolute joints (modulo 2 pi) loses
-#: its precision and no prismatic joint is that long
-JOINT_MAX = 1e6
+#: largest joint value (rad or m), as the world's setters: beyond it the unwrapping of revolute
+#: joints (modulo 2 pi) loses its precision and no prismatic joint is that long
+JOINT_MAX = MAX_JOINT_VALUE
 
 
 @dataclass
@@ -110,9 +113,9 @@ class Simulator:
     """Time-stepping rigid-body simulation of a :class:`~graspsim.world.World`.
 
     Parameters: ``dt`` step (s, default the world's; in [MIN_DT, MAX_DT] = [1e-12, 1]; may be
-    changed between steps), ``friction_directions`` u per contact (even, >= 2; default 8), ``gamma`` error-correction
-    factor in [0, 1] (0.2; per step, over at least the step given at construction and
-    H_CORRECTION_MIN), ``threshold`` contact distance (m, > 0; default the world's, 0.1 mm),
+    changed between steps), ``friction_directions`` u per contact (even, in [2, 32]; default 8),
+    ``gamma`` error-correction factor in [0, 1] (0.2; per step, over at least the step given at
+    construction and H_CORRECTION_MIN), ``threshold`` contact distance (m, > 0; default the world's, 0.1 mm),
     ``static_speed`` static/kinetic switch (m/s, >= 0; 1 mm/s), ``gravity`` (3,) m/s^2 in W (default
     the world's), ``contact_compliance`` (>= 0), ``max_region_points`` (0: no limit, else >= 3),
     ``restitution_speed`` (m/s, >= 0), ``lemke``: None (default) solves each island with the compiled
@@ -135,11 +138,12 @@ class Simulator:
         self.dt = desc.dt if dt is None else dt
         try:
             self.u = int(friction_directions)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             self.u = 0
-        if self.u < 2 or self.u % 2 or self.u != friction_directions:
-            raise ValueError("friction_directions must be an even number >= 2 (each direction with its opposite), "
-                             f"got {friction_directions!r}")
+        # at most MAX_FRICTION_DIRECTIONS: 1000 directions made one step of a resting box run for minutes
+        if not 2 <= self.u <= MAX_FRICTION_DIRECTIONS or self.u % 2 or self.u != friction_directions:
+            raise ValueError(f"friction_directions must be an even number in [2, {MAX_FRICTION_DIRECTIONS}] (each "
+                             f"direction with its opposite), got {friction_directions!r}")
         self.gamma = _number("gamma", gamma, 0.0, 1.0)
         # error correction removes gamma of a position error per step of at least this length (the
         # step at construction, and H_CORRECTION_MIN): a caller's tiny step (a few ns to reach a time
@@ -1139,7 +1143,7 @@ def _number(name: str, value, lo: float, hi: float, *, open_low: bool = False) -
     """``value`` as a finite float in [lo, hi] ((lo, hi] with ``open_low``); ValueError naming ``name``."""
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a number, got {value!r}") from None
     if not (np.isfinite(x) and (lo < x <= hi if open_low else lo <= x <= hi)):
         raise ValueError(f"{name} must be finite, {'>' if open_low else '>='} {lo:g} and <= {hi:g}, got {value!r}")
