@@ -380,7 +380,8 @@ def test_fuzz_restored_states(descs, name, steps, edits):
 
 
 @FUZZ
-@given(name=WORLDS, dt=st.one_of(NASTY, st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1e-12, 1e-9, 1.0])),
+@given(name=WORLDS, dt=st.one_of(NASTY, st.floats(allow_nan=True, allow_infinity=True), st.floats(1e-13, 1.5),
+                                  st.sampled_from([1e-12, 1e-9, 1.0])),
        t0=st.sampled_from([0.0, 1.0, 1e6, 1e12]))
 def test_fuzz_step_sizes(descs, name, dt, t0):
     sim = Simulator(world(descs, name))
