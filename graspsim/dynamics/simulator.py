@@ -472,7 +472,8 @@ class Simulator:
                 tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
             # post-stabilisation of the joints: project the new positions back onto the constraints
             c1, q1 = self._displace(c1, q1, info.pop("dx"))
-            finite = RK.all_finite(v_new, c1, q1) and RK.all_finite(jq[None], jq[None], jq[None])
+            # (jq is finite: it comes from finite poses unwrapped against the checked joint_q)
+            finite = RK.all_finite(v_new, c1, q1)
         except ZeroDivisionError:
             finite = False
         if not finite:
@@ -605,31 +606,45 @@ class Simulator:
             f"a step of {h:.3g} s does not advance the clock at t = {s.time!r} s (below its resolution)"
         return f"cannot step: {problem}; the state is unchanged"
 
-    def _command(self, cmd):
-        """The controller's command as six contiguous float (nd,) arrays; ValueError naming the entry
-        unless q_ref, qd_ref, tau_ff are finite and kp, kd, effort >= 0 (kp, kd finite; effort may be inf)."""
+    #: DriveCommand fields in the order of the rows _command returns
+    _CMD_FIELDS = ("q_ref", "qd_ref", "tau_ff", "kp", "kd", "effort")
+
+    def _command(self, cmd) -> np.ndarray:
+        """The controller's command as one (6, nd) float array, rows in _CMD_FIELDS order; ValueError
+        naming the field and DOF unless q_ref, qd_ref, tau_ff, kp, kd are finite and kp, kd, effort
+        >= 0 (effort may be inf).  One stacked array: a few numpy calls per step, not one per field."""
         nd = len(self.ds)
-        fields = ("q_ref", "qd_ref", "kp", "kd", "tau_ff", "effort")
         try:
-            arrs = [np.ascontiguousarray(getattr(cmd, n), dtype=np.float64) for n in fields]
+            A = np.array((cmd.q_ref, cmd.qd_ref, cmd.tau_ff, cmd.kp, cmd.kd, cmd.effort), dtype=np.float64)
         except (AttributeError, TypeError, ValueError):
-            raise ValueError(f"a controller's command must be a DriveCommand of {nd} numbers per field, got "
-                             f"{cmd!r}") from None
-        for n, a in zip(fields, arrs):
+            A = None
+        if A is None or A.shape != (6, nd):
+            self._command_problem(cmd, nd)
+        # finiteness of the first five rows in one compiled pass; then the signs of kp, kd, effort
+        # (ndarray.min keeps a NaN, which fails >=)
+        F = A[:5]
+        if nd and not (RK.all_finite(F, F, F) and A[3:].min() >= 0):
+            self._command_problem(cmd, nd)
+        return A
+
+    def _command_problem(self, cmd, nd: int) -> None:
+        """Raise the ValueError that names what is wrong with a command (the slow path of _command)."""
+        for n in self._CMD_FIELDS:
+            try:
+                a = np.asarray(getattr(cmd, n), dtype=np.float64)
+            except AttributeError:
+                raise ValueError(f"a controller's command must be a DriveCommand, got {type(cmd).__name__}") from None
+            except (TypeError, ValueError):
+                raise ValueError(f"controller command: {n} must be {nd} numbers, got {getattr(cmd, n)!r}") from None
             if a.shape != (nd,):
                 raise ValueError(f"controller command: {n} must have shape ({nd},) (the DOFs {self.dof_names}), "
                                  f"got {a.shape}")
-        qr, qd, kp, kd, tau, eff = arrs
-        # one compiled pass for finiteness, then the signs (ndarray.min keeps a NaN, which fails >=)
-        if nd and not (RK.all_finite(qr[None], qd[None], tau[None]) and RK.all_finite(kp[None], kd[None], kd[None])
-                       and kp.min() >= 0 and kd.min() >= 0 and eff.min() >= 0):
-            for n, a in zip(fields, arrs):
-                ok = (a >= 0) & ~np.isnan(a) if n == "effort" else np.isfinite(a) & ((a >= 0) | (n not in ("kp", "kd")))
-                if not ok.all():
-                    k = int(np.flatnonzero(~ok)[0])
-                    need = {"kp": "finite and >= 0", "kd": "finite and >= 0", "effort": ">= 0"}.get(n, "finite")
-                    raise ValueError(f"controller command: {n} of DOF '{self.dof_names[k]}' must be {need}, got {a[k]}")
-        return arrs
+            ok = (a >= 0) if n == "effort" else np.isfinite(a) & ((a >= 0) | (n not in ("kp", "kd")))
+            if not ok.all():
+                k = int(np.flatnonzero(~ok)[0])
+                need = {"kp": "finite and >= 0", "kd": "finite and >= 0", "effort": ">= 0"}.get(n, "finite")
+                raise ValueError(f"controller command: {n} of DOF '{self.dof_names[k]}' must be {need}, got {a[k]}")
+        raise AssertionError("a command refused without a problem")     # unreachable: the checks agree
 
     # ------------------------------------------------------------------ pieces of the step
     def _joint_state(self, X: np.ndarray, previous: np.ndarray) -> tuple[JointFrames, np.ndarray]:
@@ -910,7 +925,7 @@ class Simulator:
         """Step 7: explicit joint torques (nj,) and the implicit PD drive rows."""
         if cmd is None:
             return np.zeros(len(self.js)), Rows.empty()
-        q_ref, qd_ref, kp, kd, tau_ff, effort = self._command(cmd)
+        q_ref, qd_ref, tau_ff, kp, kd, effort = self._command(cmd)
         effort = np.minimum(effort, self.ds.effort)
         tau, act, eps, comp = RK.pd_drives(st.P, jq - self._joint_offsets, rates, q_ref, qd_ref, kp,
                                            kd, tau_ff, effort, st.drive_idx, st.drive_w, h, len(self.js))
