@@ -24,9 +24,9 @@ input raises ValueError naming it (SimulationError for a state the step cannot a
 the simulator as it was.  Bounds: a step ``dt`` in [MIN_DT, MAX_DT] = [1 ps, 1 s]; poses rigid to
 :data:`graspsim.spatial.RIGID_TOL`; quaternions finite with norm within
 :data:`graspsim.spatial.UNIT_QUAT_TOL` of 1 (renormalised; zero or far from unit refused);
-positions, velocities, forces finite; joint values within JOINT_MAX and, with the links, fitting
-the poses to JOINT_STATE_TOL; masses finite and > 0.  Huge but finite values are not refused: the
-step then either ends finite or raises SimulationError.
+positions, velocities, forces finite; joint values bounded and, with the links, fitting the poses
+(:mod:`graspsim.dynamics.checks`); masses finite and > 0.  Huge but finite values are not refused:
+the step then either ends finite or raises SimulationError.
 """
 from __future__ import annotations
 
@@ -39,10 +39,11 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import spatial
 from ..errors import SimulationError, did_you_mean
-from ..world import MAX_JOINT_VALUE, World
+from ..world import World
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
 from . import bodies as B
+from .checks import MAX_DT, MIN_DT, checked_state, command_array, number, state_problem, vector
 from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
 from .joints import JointFrames, build_joint_sets, joint_frames, joint_values, row_template
@@ -53,12 +54,6 @@ PRI_LIMIT_TOL = 1e-4              # prismatic (m)
 #: the gear holding the proximal joint of a broken-away DOF: LOCK_GAIN times the DOF's kp and kd
 #: (Barrett: 1e4 N m/rad, so the 2.5 N m of a finger deflects it 0.25 mrad)
 LOCK_GAIN = 100.0
-#: the longest step (s): a rigid-body step of more than a second is a unit mistake (ms?), not a step
-MAX_DT = 1.0
-#: the shortest step (s): 1 ps, the smallest remainder callers use to land on a time grid; below it
-#: the implicit rows' compliance 1 / (h c) heads for overflow (1e-300 s: 1e302) and no contact
-#: dynamics is resolved anyway
-MIN_DT = 1e-12
 #: error correction (eq. 16, 19) removes gamma of a position error per max(h, step at construction,
 #: H_CORRECTION_MIN) (s): with gamma per step of a 1 ns step, a resting contact 50 um from its
 #: target would be pushed out at 0.2 * 50 um / 1 ns = 1e4 m/s; this way at most 1 cm/s at any step
@@ -68,13 +63,6 @@ H_FLOOR = 1e-9
 #: most friction directions per contact: the pyramid of 32 is within 0.5 % of the circular cone
 #: (cos(pi / 32)); more only grows the LCP by u + 2 rows per contact
 MAX_FRICTION_DIRECTIONS = 32
-#: a restored state's joint values must agree with its poses to this (rad or m; a revolute joint
-#: modulo 2 pi), and its joints hold together to this; steps keep both below 1e-5 (measured: a
-#: Puma + Barrett grasp and lift of the handset, 4e-6 and 1e-12)
-JOINT_STATE_TOL = 1e-2
-#: largest joint value (rad or m), as the world's setters: beyond it the unwrapping of revolute
-#: joints (modulo 2 pi) loses its precision and no prismatic joint is that long
-JOINT_MAX = MAX_JOINT_VALUE
 
 
 @dataclass
@@ -135,7 +123,10 @@ class Simulator:
             raise ValueError(f"Simulator needs a graspsim World (graspsim.load_world), got {type(world).__name__}")
         self.world = world
         desc = world.description
-        self.dt = desc.dt if dt is None else dt
+        try:
+            self.dt = desc.dt if dt is None else dt
+        except ValueError as e:
+            raise ValueError(f"{e} (the world's dt; pass dt= to override it)" if dt is None else str(e)) from None
         try:
             self.u = int(friction_directions)
         except (TypeError, ValueError, OverflowError):
@@ -144,16 +135,16 @@ class Simulator:
         if not 2 <= self.u <= MAX_FRICTION_DIRECTIONS or self.u % 2 or self.u != friction_directions:
             raise ValueError(f"friction_directions must be an even number in [2, {MAX_FRICTION_DIRECTIONS}] (each "
                              f"direction with its opposite), got {friction_directions!r}")
-        self.gamma = _number("gamma", gamma, 0.0, 1.0)
+        self.gamma = number("gamma", gamma, 0.0, 1.0)
         # error correction removes gamma of a position error per step of at least this length (the
         # step at construction, and H_CORRECTION_MIN): a caller's tiny step (a few ns to reach a time
         # grid) would otherwise ask for gamma * error / h, e.g. 0.2 * 50 um / 1 ps = 1e7 m/s, and
         # keep that velocity
         self._h_correction = max(self.dt, H_CORRECTION_MIN)
-        self.threshold = _number("threshold", desc.contact_threshold if threshold is None else threshold, 0.0,
+        self.threshold = number("threshold", desc.contact_threshold if threshold is None else threshold, 0.0,
                                  np.inf, open_low=True)
-        self.static_speed = _number("static_speed", static_speed, 0.0, np.inf)
-        self.gravity = _vector("gravity", desc.gravity if gravity is None else gravity, 3)
+        self.static_speed = number("static_speed", static_speed, 0.0, np.inf)
+        self.gravity = vector("gravity", desc.gravity if gravity is None else gravity, 3)
         if lemke is not None and not callable(lemke):
             raise ValueError(f"lemke must be None or an LCP solver function, got {type(lemke).__name__}")
         world.check_state()
@@ -162,13 +153,13 @@ class Simulator:
         self.js, self.ds = build_joint_sets(desc, self.table)
         self.profile = profile
         self.project_joints = project_joints
-        self.contact_compliance = _number("contact_compliance", contact_compliance, 0.0, np.inf)
-        mrp = _number("max_region_points", max_region_points, 0.0, 1e9)
+        self.contact_compliance = number("contact_compliance", contact_compliance, 0.0, np.inf)
+        mrp = number("max_region_points", max_region_points, 0.0, 1e9)
         if mrp != int(mrp) or 0 < mrp < 3:
             raise ValueError(f"max_region_points must be 0 (no limit) or a whole number >= 3, got {max_region_points!r}")
         self.max_region_points = int(mrp)
         self.restitution = bool(restitution)
-        self.restitution_speed = _number("restitution_speed", restitution_speed, 0.0, np.inf)
+        self.restitution_speed = number("restitution_speed", restitution_speed, 0.0, np.inf)
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
         # None: the compiled island solver (with the project's Lemke); a callable: the reference
@@ -227,7 +218,7 @@ class Simulator:
 
     @dt.setter
     def dt(self, value: float) -> None:
-        self._dt = _number("dt", value, MIN_DT, MAX_DT)
+        self._dt = number("dt", value, MIN_DT, MAX_DT)
 
     @property
     def state(self) -> SimState:
@@ -267,7 +258,7 @@ class Simulator:
         (nb, 3) m, velocities v (nb, 6), joint values (nj,) and locks (nd,), broken flags (nd,) and
         quaternions q (nb, 4) of norm within :data:`graspsim.spatial.UNIT_QUAT_TOL` of 1, which are
         renormalised (those unit to 1e-12 are kept bit for bit, so a saved state replays exactly)."""
-        self._state = self._checked_copy(state)
+        self._state = checked_state(self, state)
 
     def poses(self) -> np.ndarray:
         """(N, 4, 4) world poses of every body (table order: links, objects, obstacles)."""
@@ -331,7 +322,7 @@ class Simulator:
             if not isinstance(out, tuple) or len(out) != 2:
                 raise ValueError(f"{what}: must return (X_WB (4, 4), twist (6,)), got {type(out).__name__}")
             X = spatial.check_rigid(out[0], f"{what}: pose")
-            tw = _vector(f"{what}: twist", out[1], 6)
+            tw = vector(f"{what}: twist", out[1], 6)
             com = X[:3, :3] @ self._com_L_all[b]
             V[b, :3] = tw[:3] + cross(tw[3:], com)
             V[b, 3:] = tw[3:]
@@ -348,8 +339,8 @@ class Simulator:
         s = self.bodies.slot[i]
         if s < 0:
             raise ValueError(f"body '{body}' is static")
-        f = _vector(f"force on '{body}'", force_W, 3)
-        p = _vector(f"point of the force on '{body}'", point_W, 3)
+        f = vector(f"force on '{body}'", force_W, 3)
+        p = vector(f"point of the force on '{body}'", point_W, 3)
         X = self.poses()[i]
         com = X[:3, :3] @ self.table.com[i] + X[:3, 3]
         self._ext[s, :3] += f
@@ -371,7 +362,7 @@ class Simulator:
 
     def run(self, duration: float, controller=None, callback: Callable | None = None) -> None:
         """Step until ``time`` has advanced by ``duration`` (s, finite, >= 0); ``callback(sim)`` after each step."""
-        duration = _number("duration", duration, 0.0, np.inf)
+        duration = number("duration", duration, 0.0, np.inf)
         t_end = self.state.time + duration - 1e-12
         while self.state.time < t_end:
             self.step(controller)
@@ -507,91 +498,6 @@ class Simulator:
             raise ValueError(f"no robot '{name}' in world '{self.world.name}'{did_you_mean(str(name), idx)}")
         return idx[name]
 
-    def _state_problem(self, st) -> str | None:
-        """What makes ``st`` unfit for this simulator (see restore_state), or None."""
-        if not isinstance(st, SimState):
-            return f"a state must be a SimState (from save_state), got {type(st).__name__}"
-        nb, nj, nd = len(self.bodies), len(self.js), len(self.ds)
-        try:
-            t = float(st.time)
-        except (TypeError, ValueError):
-            return f"time must be a number, got {st.time!r}"
-        if not np.isfinite(t):
-            return f"time must be finite, got {t}"
-        if not isinstance(st.steps, (int, np.integer)) or st.steps < 0:
-            return f"steps must be a whole number >= 0, got {st.steps!r}"
-        names = [self.table.names[i] for i in self.bodies.table_index]
-        for fld, shape, unit in (("c", (nb, 3), "m"), ("q", (nb, 4), ""), ("v", (nb, 6), "m/s, rad/s"),
-                                 ("joint_q", (nj,), "rad or m"), ("lock", (nd,), "rad or m"), ("broken", (nd,), "")):
-            try:
-                a = np.asarray(getattr(st, fld), dtype=bool if fld == "broken" else float)
-            except (TypeError, ValueError):
-                return f"{fld} must be an array of numbers, got {getattr(st, fld)!r}"
-            if a.shape != shape:
-                return f"{fld} must have shape {shape} for this simulator, got {a.shape}"
-            if fld == "broken":
-                continue
-            fin = np.isfinite(a)
-            bad = np.flatnonzero(~(fin.all(axis=1) if a.ndim == 2 else fin))
-            if len(bad):
-                k = int(bad[0])
-                who = (f"joint '{self.js.names[k]}'" if fld == "joint_q" else f"DOF '{self.ds.names[k]}'"
-                       if fld == "lock" else f"body '{names[k]}'")
-                return f"{fld} of {who} must be finite" + (f" ({unit})" if unit else "") + f", got {a[k].tolist()}"
-        bad = spatial.unit_quat_problems(st.q)
-        if bad:
-            return f"q of body '{names[bad[0][0]]}': {bad[0][1]}"
-        return self._joint_problem(st)
-
-    def _joint_problem(self, st) -> str | None:
-        """Joint values and joints of a (finite, unit-quaternion) state that do not fit its poses."""
-        js, ds = self.js, self.ds
-        jq0 = np.array(st.joint_q, dtype=float, order="C")
-        lock, broken = np.asarray(st.lock, dtype=float), np.asarray(st.broken, dtype=bool)
-        for fld, a in (("joint_q", jq0), ("lock", lock)):
-            if len(a) and np.abs(a).max() > JOINT_MAX:
-                k = int(np.argmax(np.abs(a)))
-                who = f"joint '{js.names[k]}'" if fld == "joint_q" else f"DOF '{ds.names[k]}'"
-                return f"{fld} of {who} is {a[k]:.6g}, beyond +-{JOINT_MAX:g} (rad or m)"
-        if not len(jq0):
-            return None
-        q = np.asarray(st.q, dtype=float)
-        X = self._poses(np.array(st.c, dtype=float, order="C"),
-                        np.ascontiguousarray(q / np.linalg.norm(q, axis=1, keepdims=True)))
-        F, jq = self._joint_state(X, jq0)     # unwrapped against jq0: a revolute joint compares modulo 2 pi
-        d = np.abs(jq - jq0)
-        k = int(np.argmax(d))
-        if d[k] > JOINT_STATE_TOL:
-            return (f"joint_q of joint '{js.names[k]}' is {jq0[k]:.9g} but the poses put it at {jq[k]:.9g} "
-                    f"(rad or m; to {JOINT_STATE_TOL:g}, a revolute joint modulo 2 pi)")
-        rj, rt, rk = row_template(js)
-        _, _, err, keep = RK.equality_rows(rj, rt, rk, js.kind, js.parent, js.child, js.axis, self.bodies.slot,
-                                           self._com_world(X), F.o, F.o_c, F.R, F.R_c, F.axis, F.perp)
-        e = np.where(keep, np.abs(err), 0.0)
-        if len(e) and e.max() > JOINT_STATE_TOL:
-            r = int(np.argmax(e))
-            return (f"the poses pull joint '{js.names[rj[r]]}' apart by {e[r]:.3g} (m or rad; more than "
-                    f"{JOINT_STATE_TOL:g}): c and q of its links do not fit together")
-        # a broken-away DOF holds its proximal joint where it broke: inside the joint's range
-        for d_ in np.flatnonzero(broken):
-            lo, hi = js.limits[ds.joints[d_][0]]
-            if not lo - JOINT_STATE_TOL <= lock[d_] <= hi + JOINT_STATE_TOL:
-                return (f"lock of broken-away DOF '{ds.names[d_]}' is {lock[d_]:.6g}, outside its proximal "
-                        f"joint's range [{lo:.6g}, {hi:.6g}]")
-        return None
-
-    def _checked_copy(self, st) -> SimState:
-        problem = self._state_problem(st)
-        if problem is not None:
-            raise ValueError(f"restore_state: {problem}; the state is unchanged")
-        q = np.array(st.q, dtype=float, order="C")
-        n = np.sqrt(np.einsum("ij,ij->i", q, q))
-        off = np.abs(n - 1.0) > 1e-12          # unit to rounding: kept bit for bit (exact replay)
-        q[off] /= n[off, None]
-        f = lambda a: np.array(a, dtype=float, order="C")     # new arrays, laid out as the kernels take
-        return SimState(float(st.time), f(st.c), q, f(st.v), f(st.joint_q), np.array(st.broken, dtype=bool),
-                        f(st.lock), int(st.steps))
-
     def _fastest(self, s) -> str:
         """The fastest body of state ``s`` (a blow-up's first suspect), in words."""
         if not len(s.v):
@@ -602,49 +508,9 @@ class Simulator:
                 f"{sp[k]:.3g} m/s or rad/s")
 
     def _step_refusal(self, s, h: float) -> str:
-        problem = self._state_problem(s) or \
+        problem = state_problem(self, s) or \
             f"a step of {h:.3g} s does not advance the clock at t = {s.time!r} s (below its resolution)"
         return f"cannot step: {problem}; the state is unchanged"
-
-    #: DriveCommand fields in the order of the rows _command returns
-    _CMD_FIELDS = ("q_ref", "qd_ref", "tau_ff", "kp", "kd", "effort")
-
-    def _command(self, cmd) -> np.ndarray:
-        """The controller's command as one (6, nd) float array, rows in _CMD_FIELDS order; ValueError
-        naming the field and DOF unless q_ref, qd_ref, tau_ff, kp, kd are finite and kp, kd, effort
-        >= 0 (effort may be inf).  One stacked array: a few numpy calls per step, not one per field."""
-        nd = len(self.ds)
-        try:
-            A = np.array((cmd.q_ref, cmd.qd_ref, cmd.tau_ff, cmd.kp, cmd.kd, cmd.effort), dtype=np.float64)
-        except (AttributeError, TypeError, ValueError):
-            A = None
-        if A is None or A.shape != (6, nd):
-            self._command_problem(cmd, nd)
-        # finiteness of the first five rows in one compiled pass; then the signs of kp, kd, effort
-        # (ndarray.min keeps a NaN, which fails >=)
-        F = A[:5]
-        if nd and not (RK.all_finite(F, F, F) and A[3:].min() >= 0):
-            self._command_problem(cmd, nd)
-        return A
-
-    def _command_problem(self, cmd, nd: int) -> None:
-        """Raise the ValueError that names what is wrong with a command (the slow path of _command)."""
-        for n in self._CMD_FIELDS:
-            try:
-                a = np.asarray(getattr(cmd, n), dtype=np.float64)
-            except AttributeError:
-                raise ValueError(f"a controller's command must be a DriveCommand, got {type(cmd).__name__}") from None
-            except (TypeError, ValueError):
-                raise ValueError(f"controller command: {n} must be {nd} numbers, got {getattr(cmd, n)!r}") from None
-            if a.shape != (nd,):
-                raise ValueError(f"controller command: {n} must have shape ({nd},) (the DOFs {self.dof_names}), "
-                                 f"got {a.shape}")
-            ok = (a >= 0) if n == "effort" else np.isfinite(a) & ((a >= 0) | (n not in ("kp", "kd")))
-            if not ok.all():
-                k = int(np.flatnonzero(~ok)[0])
-                need = {"kp": "finite and >= 0", "kd": "finite and >= 0", "effort": ">= 0"}.get(n, "finite")
-                raise ValueError(f"controller command: {n} of DOF '{self.dof_names[k]}' must be {need}, got {a[k]}")
-        raise AssertionError("a command refused without a problem")     # unreachable: the checks agree
 
     # ------------------------------------------------------------------ pieces of the step
     def _joint_state(self, X: np.ndarray, previous: np.ndarray) -> tuple[JointFrames, np.ndarray]:
@@ -925,7 +791,7 @@ class Simulator:
         """Step 7: explicit joint torques (nj,) and the implicit PD drive rows."""
         if cmd is None:
             return np.zeros(len(self.js)), Rows.empty()
-        q_ref, qd_ref, tau_ff, kp, kd, effort = self._command(cmd)
+        q_ref, qd_ref, tau_ff, kp, kd, effort = command_array(cmd, self.ds.names)
         effort = np.minimum(effort, self.ds.effort)
         tau, act, eps, comp = RK.pd_drives(st.P, jq - self._joint_offsets, rates, q_ref, qd_ref, kp,
                                            kd, tau_ff, effort, st.drive_idx, st.drive_w, h, len(self.js))
@@ -1153,24 +1019,3 @@ class Simulator:
                 lock[d] = jq[self.ds.joints[d][0]]
         return broken, lock
 
-
-def _number(name: str, value, lo: float, hi: float, *, open_low: bool = False) -> float:
-    """``value`` as a finite float in [lo, hi] ((lo, hi] with ``open_low``); ValueError naming ``name``."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not (np.isfinite(x) and (lo < x <= hi if open_low else lo <= x <= hi)):
-        raise ValueError(f"{name} must be finite, {'>' if open_low else '>='} {lo:g} and <= {hi:g}, got {value!r}")
-    return x
-
-
-def _vector(name: str, value, n: int) -> np.ndarray:
-    """``value`` as a new float (n,) array of finite numbers; ValueError naming ``name``."""
-    try:
-        a = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be {n} numbers, got {value!r}") from None
-    if a.shape != (n,) or not np.isfinite(a).all():
-        raise ValueError(f"{name} must be {n} finite numbers, got {value!r}")
-    return a
