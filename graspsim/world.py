@@ -93,7 +93,8 @@ class RobotHandle:
             if new.shape != cur.shape:
                 raise ValueError(f"robot '{self.name}' has {cur.size} DOFs, got {new.size} values")
         if not _bounded(new):
-            raise ValueError(f"robot '{self.name}': DOF values must be finite and within +-{MAX_JOINT_VALUE:g}, got {new}")
+            raise ValueError(f"robot '{self.name}': DOF values must be finite and within +-{MAX_JOINT_VALUE:g}, "
+                             f"got {new}")
         lim = self.dof_limits
         if check_limits and np.any((new < lim[:, 0] - 1e-9) | (new > lim[:, 1] + 1e-9)):
             bad = [f"{n}={v:.4g} not in [{a:.4g}, {b:.4g}]" for n, v, (a, b) in zip(self.dof_names, new, lim)

@@ -156,7 +156,8 @@ class Simulator:
         self.contact_compliance = number("contact_compliance", contact_compliance, 0.0, np.inf)
         mrp = number("max_region_points", max_region_points, 0.0, 1e9)
         if mrp != int(mrp) or 0 < mrp < 3:
-            raise ValueError(f"max_region_points must be 0 (no limit) or a whole number >= 3, got {max_region_points!r}")
+            raise ValueError(f"max_region_points must be 0 (no limit) or a whole number >= 3, "
+                             f"got {max_region_points!r}")
         self.max_region_points = int(mrp)
         self.restitution = bool(restitution)
         self.restitution_speed = number("restitution_speed", restitution_speed, 0.0, np.inf)
@@ -489,7 +490,8 @@ class Simulator:
     def _body_index(self, name: str) -> int:
         i = self.table.index.get(name) if isinstance(name, str) else None
         if i is None:
-            raise ValueError(f"no body '{name}' in world '{self.world.name}'{did_you_mean(str(name), self.table.names)}")
+            hint = did_you_mean(str(name), self.table.names)
+            raise ValueError(f"no body '{name}' in world '{self.world.name}'{hint}")
         return i
 
     def _robot_index(self, name: str) -> int:
