@@ -432,3 +432,29 @@ def test_fuzz_poses(descs, name, which, kind, value, rpy, at):
         event("bodies interpenetrate")
         return
     outcome(sim, sim.step)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda c: c.move_to("barrett", {"f1": float("nan")}), "f1 is not finite"),
+    (lambda c: c.move_to("barrett", {"f9": 0.1}), "no DOF 'f9'"),
+    (lambda c: c.move_to("barrett", [0.1, 0.2]), "must have 4 DOF values"),
+    (lambda c: c.move_to("barrett", {"f1": 0.5}, duration=0.0), "duration must be finite and > 0"),
+    (lambda c: c.set_gains("barrett", "f1", kp=float("nan")), "kp must be finite"),
+    (lambda c: c.set_gains("barrett", "f1", kd=-1.0), "kd must be finite and >= 0"),
+    (lambda c: c.set_gains("barrett", "f1", effort=0.0), "effort must be finite and > 0"),
+])
+def test_controller_commands_are_checked_when_given(call, match):
+    """A bad command to the PD controller is refused by the call that makes it, naming the DOF, and
+    leaves the controller's gains and trajectories as they were."""
+    from graspsim.control import PDController
+
+    world = graspsim.load_world(graspsim.data_path("worlds", "barrett_mug.yaml"))
+    sim = graspsim.Simulator(world, dt=0.0025)
+    ctl = PDController(sim)
+    before = (ctl.kp.copy(), ctl.kd.copy(), ctl.effort.copy(), dict(ctl.trajectories))
+    with pytest.raises(ValueError, match=match):
+        call(ctl)
+    np.testing.assert_array_equal(ctl.kp, before[0])
+    np.testing.assert_array_equal(ctl.kd, before[1])
+    np.testing.assert_array_equal(ctl.effort, before[2])
+    assert ctl.trajectories == before[3]
