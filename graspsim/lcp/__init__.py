@@ -154,8 +154,9 @@ def lemke(M, q, *, max_pivots=None, warm_start=None, d=None, tol=1e-9,
         Covering vector (default: ones in the equilibrated variables).
     tol : float
         Verification tolerance (default 1e-9).  With D the power-of-two
-        equilibration (``scale``) and ||q|| = max_j |D_j q_j| (rounded up to a
-        power of two), row i is measured on the scales
+        equilibration (computed for the check even when ``scale`` is off) and
+        ||q|| = max_j |D_j q_j| (rounded up to a power of two), row i is
+        measured on the scales
           ws_i = ||q|| / D_i + (n + 1) eps / tol * (|q_i| + sum_j |M_ij z_j|)
                  (q's size in row i's units, plus the rounding error of
                  forming w_i = q_i + sum_j M_ij z_j),
