@@ -166,8 +166,8 @@ def read_urdf(path: str | Path) -> UrdfDoc:
     if not roots:
         c.error(root, "every link is the child of a joint: a kinematic loop (no root link)")
     elif len(roots) > 1:
-        c.error(root, f"links {', '.join(repr(x) for x in roots)} have no parent joint: a URDF robot must be "
-                "one tree with one root link")
+        c.error(link_names[roots[1]], f"links {', '.join(repr(x) for x in roots)} have no parent joint: a URDF "
+                "robot must be one tree with one root link")
     else:
         seen, frontier = {roots[0]}, [roots[0]]
         jchild = {n: el.find("child").get("link") for n, el in joints}

@@ -149,6 +149,7 @@ def build_robot(doc: UrdfDoc, spec: HandSpec | None = None) -> Robot:
     parent_joint = [-1] * len(links)
     for n, j in enumerate(joints):
         parent_joint[j.child] = n
+    pairs |= _touching_at_default(links, joints, dofs, pairs)
     name = spec.name or (doc.robot.name if root == doc.root else root)
     return Robot(name=name, file=spec.file or doc.file, links=tuple(links), joints=tuple(joints), dofs=tuple(dofs),
                  base_link=0, palm_link=link_index[palm], approach=_ro(approach), eigengrasps=_ro(eig),
@@ -279,11 +280,23 @@ def _inertial(doc: UrdfDoc, lu, shape: Shape | None, spec: HandSpec, err: _Error
         I_u = np.zeros((3, 3)) if iu.inertia is None else np.asarray(iu.inertia, float)
         I = R @ I_u @ R.T          # inertial-frame axes -> link axes
         ev = np.linalg.eigvalsh(I_u)
-        if ev[0] <= 0 or ev[0] + ev[1] < ev[2] * (1 - 1e-9):
+        moments = ", ".join(f"{e:.3g}" for e in ev)
+        if not np.any(I_u):
+            # a point mass: the dynamics needs a rotational inertia; take the shape's at this mass
+            I = (shape.mass_properties(mass=mass)[2] if shape is not None and shape.volume > 0
+                 else mass * MASSLESS_GYRATION ** 2 * np.eye(3))
+            warnings.warn(ModelWarning(f"{doc.file}:{line}: link '{name}'/inertial/inertia: all zero; using "
+                                       f"{'its collision shape' if shape is not None else 'a 1 cm radius of gyration'}"
+                                       f" at {mass:g} kg"), stacklevel=4)
+        elif ev[0] <= 0:
             err.urdf(line, f"link '{name}'/inertial/inertia",
-                     "inertia must be positive definite and satisfy the triangle inequality "
-                     f"(principal moments {', '.join(f'{e:.3g}' for e in ev)})")
+                     f"inertia must be positive definite (principal moments {moments})")
             return Inertial(mass, _ro(X[:3, 3]), _ro(np.eye(3)))
+        elif ev[0] + ev[1] < ev[2] * (1 - 1e-9):
+            # common in real URDFs (rounded CAD values); harmless for the dynamics, so kept as given
+            warnings.warn(ModelWarning(f"{doc.file}:{line}: link '{name}'/inertial/inertia: principal moments "
+                                       f"{moments} violate the triangle inequality (no real body has them); "
+                                       "used as given"), stacklevel=4)
         return Inertial(mass, _ro(X[:3, 3]), _ro(0.5 * (I + I.T)))
     if iu is None and shape is not None and shape.volume > 0:
         # no <inertial>: uniform density over the collision shape (a hull if the mesh is open)
@@ -417,6 +430,39 @@ def _no_collide(doc: UrdfDoc, order: list, joint_order: list, link_index: dict, 
         if not bad:
             pairs.add(frozenset((link_index[a], link_index[b])))
     return pairs
+
+
+def _touching_at_default(links: list, joints: list, dofs: list, skip: set) -> set:
+    """Link pairs that touch or overlap at the default DOF values (FCL, boolean).
+
+    Real URDF meshes overlap at the joints by design (the Panda's link5 and link7 hulls do at
+    q = 0) and URDF cannot say which pairs to ignore (SRDF does); like MoveIt's setup assistant,
+    pairs already in collision in the default pose are taken as never colliding.
+    """
+    from .. import kinematics
+    from ..collision.fcl_geometry import FCLObjects
+
+    idx = [i for i, l in enumerate(links) if l.shape is not None]
+    if len(idx) < 2:
+        return set()
+    parent_joint = [-1] * len(links)
+    for n, j in enumerate(joints):
+        parent_joint[j.child] = n
+    tmp = Robot(name="", file="", links=tuple(links), joints=tuple(joints), dofs=tuple(dofs), base_link=0,
+                palm_link=0, approach=np.zeros(3), eigengrasps=np.zeros((0, len(dofs))),
+                eigengrasp_origin=np.zeros(len(dofs)), no_collide=frozenset(), link_index={}, joint_index={},
+                dof_index={}, parent_joint=tuple(parent_joint))
+    q = kinematics.joint_values(tmp, np.array([d.default for d in dofs]))
+    X = kinematics.forward_kinematics(tmp, q)
+    objs = FCLObjects([l.shape for l in links])
+    for i in idx:
+        objs.set_pose(i, X[i] @ links[i].shape.X_LS)
+    out = set()
+    for a in idx:
+        for b in idx:
+            if a < b and frozenset((a, b)) not in skip and objs.collide(a, b):
+                out.add(frozenset((a, b)))
+    return out
 
 
 def _eigengrasps(dofs: list, spec: HandSpec, err: _Errors):
