@@ -396,3 +396,23 @@ def test_cli_validate_urdf_files():
     # link6's collision mesh (34 convex pieces in one file) is not closed: one warning line
     warn = [l for l in good.stderr.splitlines() if l]
     assert len(warn) == 1 and warn[0].startswith(f"warning: {PANDA}:") and "link6.obj" in warn[0]
+
+
+def test_disk_cache_serves_a_new_process_without_parsing(tmp_path):
+    """The second process finds the Panda in the on-disk cache: yourdfpy is never imported, and the
+    robot is the same (link poses at a random configuration, masses, collision vertices)."""
+    code = ("import sys, warnings, numpy as np, graspsim\n"
+            "from graspsim import kinematics as K\n"
+            "warnings.simplefilter('ignore')\n"
+            f"r = graspsim.load_robot({str(PANDA)!r})\n"
+            "d = np.linspace(-0.5, 0.02, len(r.dofs))\n"
+            "X = K.forward_kinematics(r, K.joint_values(r, d))\n"
+            "print('yourdfpy' in sys.modules, repr(float(np.abs(X).sum())), repr(sum(l.inertial.mass for l in r.links)),"
+            " repr(float(sum(np.abs(l.shape.vertices).sum() for l in r.links if l.shape is not None))),"
+            " r.links[0].shape.vertices.flags.writeable)\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "GRASPSIM_URDF_CACHE": "1"}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+            for _ in range(2)]
+    assert runs[0][0] == "True" and runs[1][0] == "False"      # parsed, then served from the cache
+    assert runs[0][1:] == runs[1][1:] and runs[1][-1] == "False"
+    assert len(list((tmp_path / "graspsim" / "urdf").glob("*.pkl"))) == 1

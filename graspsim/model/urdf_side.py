@@ -25,11 +25,12 @@ calls.
 from __future__ import annotations
 
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelWarning
 from .description import Robot
 from .fields import Reader
 from .package_path import resolve_model_file
@@ -223,18 +224,47 @@ def _mtimes(files: list[str]):
 
 
 def _cached(key, build) -> Robot:
-    """The robot for ``key`` from the cache if none of its mesh files changed, else ``build()``."""
+    """The robot for ``key`` from memory or disk if none of its files changed, else ``build()``."""
+    from . import urdf_cache
+
     with _LOCK:
         hit = _CACHE.get(key)
-    if hit is not None:
-        robot, files, stamps = hit
-        if _mtimes(files) == stamps:
-            return robot
-    robot = build()
-    files = _files_of(robot)
+    if hit is not None and _mtimes(hit[1]) == hit[2]:
+        return hit[0]
+    entry = urdf_cache.load(key, _mtimes)
+    if entry is not None:
+        _read_only(entry[0])
+        for msg in entry[3]:
+            warnings.warn(ModelWarning(msg), stacklevel=3)
+    else:
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always", ModelWarning)
+            robot = build()
+        for w in rec:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        files = _files_of(robot)
+        entry = (robot, files, _mtimes(files), [str(w.message) for w in rec if issubclass(w.category, ModelWarning)])
+        urdf_cache.store(key, entry)
     with _LOCK:
         if len(_CACHE) > 64:
             _CACHE.clear()
-        _CACHE[key] = (robot, files, _mtimes(files))
-    return robot
+        _CACHE[key] = entry[:3]
+    return entry[0]
 
+
+def _read_only(obj, _seen=None) -> None:
+    """Make every array of an unpickled description read-only again (pickle drops the flag)."""
+    import dataclasses
+
+    _seen = set() if _seen is None else _seen
+    if id(obj) in _seen:
+        return
+    _seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        obj.setflags(write=False)
+    elif isinstance(obj, (tuple, list)):
+        for x in obj:
+            _read_only(x, _seen)
+    elif dataclasses.is_dataclass(obj):
+        for f in dataclasses.fields(obj):
+            _read_only(getattr(obj, f.name), _seen)
