@@ -416,3 +416,27 @@ def test_disk_cache_serves_a_new_process_without_parsing(tmp_path):
     assert runs[0][0] == "True" and runs[1][0] == "False"      # parsed, then served from the cache
     assert runs[0][1:] == runs[1][1:] and runs[1][-1] == "False"
     assert len(list((tmp_path / "graspsim" / "urdf").glob("*.pkl"))) == 1
+
+
+def test_viewer_draws_the_visual_geometry():
+    """Links from a URDF carry their <visual> elements; the viewer's triangles for them are the
+    visual mesh files (scaled), primitives are tessellated at their size."""
+    import trimesh
+
+    from graspsim.gui.visuals import body_visuals, visual_triangles
+
+    w = graspsim.load_world(ROOT / "worlds" / "panda_hand_mug.yaml")
+    vis = body_visuals(w)
+    t = w.table
+    finger = vis[t.index["panda_hand/panda_rightfinger"]]
+    assert len(finger) == 1 and finger[0].mesh == str(DATA / "franka_panda/meshes/visual/finger.obj")
+    assert np.allclose(finger[0].X_LS[:3, :3], np.diag([-1, -1, 1]), atol=1e-11)   # rpy (0, 0, pi)
+    V, F = visual_triangles(finger[0])
+    ref = trimesh.load(finger[0].mesh, force="mesh", process=False)
+    assert len(F) == len(ref.faces) > len(t.shapes[t.index["panda_hand/panda_rightfinger"]].faces)
+    assert np.allclose(V.min(0), ref.bounds[0]) and np.allclose(V.max(0), ref.bounds[1])
+    assert vis[t.index["mug"]] == () and vis[t.index["panda_hand/panda_grasptarget"]] == ()
+    box = _load(TWO_FINGER).links[0].visuals[0]
+    assert (box.kind, box.size, box.color) == ("box", (0.12, 0.04, 0.04), (0.6, 0.6, 0.65))
+    Vb, _ = visual_triangles(box)
+    assert np.allclose(Vb.max(0), [0.06, 0.02, 0.02]) and np.allclose(Vb.min(0), [-0.06, -0.02, -0.02])
