@@ -280,7 +280,7 @@ def test_pybullet_data_prefix_and_side_file_overrides():
                                                                "panda_rightfinger", "panda_grasptarget"]
     assert robot.links[robot.palm_link].name == "panda_hand" and np.allclose(robot.approach, [0, 0, 1])
     d = robot.dofs[0]
-    assert (d.velocity, d.kp, d.kd, d.effort) == (-0.05, 2000.0, 20.0, 20.0)
+    assert (d.velocity, d.kp, d.kd, d.effort) == (-0.1, 2000.0, 20.0, 20.0)
     assert robot.links[1].material == "rubber" and robot.links[0].material == "plastic"
     assert robot.links[1].shape.source == str(DATA / "franka_panda/meshes/collision/finger.obj")
     assert robot.links[1].visuals[0].mesh == str(DATA / "franka_panda/meshes/visual/finger.obj")
@@ -295,6 +295,9 @@ def test_bare_urdf_defaults():
     assert (slide.velocity, slide.effort, slide.kp) == (0.1, 30.0, pytest.approx(30 / 0.005))
     roll = robot.joints[robot.joint_index["wrist_roll"]]
     assert np.all(np.isinf(roll.limits)) and (roll.viscous, roll.coulomb) == (0.05, 0.01)
+    assert robot.dofs[roll.dof].velocity == 0.0          # continuous: nothing to close towards
+    tip = robot.dofs[robot.dof_index["tip_bend"]]
+    assert (tip.velocity, tip.effort, tip.kp, tip.kd) == (1.5, 2.0, pytest.approx(2 / 0.05), pytest.approx(0.4))
     assert robot.links[0].color == (0.6, 0.6, 0.65)                  # the named top-level material
 
 

@@ -382,6 +382,8 @@ def _dof(doc: UrdfDoc, ju, joints: list, entries: list, over: dict, err: _Errors
     lim = ju.limit
     effort = float(lim.effort) if lim is not None and lim.effort else 10.0
     speed = float(lim.velocity) if lim is not None and lim.velocity else (1.0 if kind == REVOLUTE else 0.1)
+    if not np.isfinite(hi):
+        speed = 0.0        # an unlimited (continuous) DOF has nothing to close towards: it stays
     effort = float(over.get("effort", effort))
     kp = float(over.get("kp", effort / KP_ERROR[kind]))
     kd = float(over.get("kd", KD_OVER_KP * kp))
