@@ -443,3 +443,31 @@ def test_viewer_draws_the_visual_geometry():
     assert (box.kind, box.size, box.color) == ("box", (0.12, 0.04, 0.04), (0.6, 0.6, 0.65))
     Vb, _ = visual_triangles(box)
     assert np.allclose(Vb.max(0), [0.06, 0.02, 0.02]) and np.allclose(Vb.min(0), [-0.06, -0.02, -0.02])
+
+
+def test_tolerated_quirks_of_shipped_urdfs(tmp_path):
+    """What pybullet_data's URDFs do and a URDF reader should take: blank lines before the XML
+    declaration and version="0.0" in it (line numbers still those of the file), a singular inertia
+    (the collision shape's inertia at the given mass is used, with a warning), a zero-size visual
+    (not drawn, with a warning)."""
+    u = tmp_path / "quirks.urdf"
+    u.write_text('\n\n<?xml version="0.0" ?>\n<robot name="q">\n  <link name="a">\n'
+                 '    <inertial><mass value="2"/><inertia ixx="1" iyy="1" izz="0"/></inertial>\n'
+                 '    <visual><geometry><sphere radius="0.0"/></geometry></visual>\n'
+                 '    <collision><geometry><box size="0.1 0.2 0.3"/></geometry></collision>\n'
+                 '  </link>\n  <link name="b"/>\n'
+                 '  <joint name="j" type="revolute"><parent link="a"/><child link="b"/>\n'
+                 '    <limit lower="1" upper="0" effort="1" velocity="1"/></joint>\n</robot>\n')
+    with pytest.raises(ModelError) as info:
+        graspsim.load_robot(u)
+    assert info.value.line == 12 and "lower 1 > upper 0" in info.value.problem
+    u.write_text(u.read_text().replace('lower="1" upper="0"', 'lower="0" upper="1"'))
+    with pytest.warns(ModelWarning) as rec:
+        robot = graspsim.load_robot(u)
+    msgs = [str(w.message) for w in rec]
+    assert any(m.startswith(f"{u}:7: link 'a'/visual/geometry/sphere: radius=") for m in msgs), msgs
+    assert any(m.startswith(f"{u}:6: link 'a'/inertial/inertia: singular") for m in msgs), msgs
+    a = robot.links[0]
+    assert a.visuals == () and a.inertial.mass == 2.0
+    assert np.allclose(a.inertial.inertia, 2.0 / 12 * np.diag([0.2 ** 2 + 0.3 ** 2, 0.1 ** 2 + 0.3 ** 2,
+                                                               0.1 ** 2 + 0.2 ** 2]), rtol=1e-12)

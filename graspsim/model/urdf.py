@@ -10,13 +10,16 @@ stages (:mod:`graspsim.model.urdf_robot`) can report their own problems at the r
 """
 from __future__ import annotations
 
+import io
 import math
+import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError, ModelErrors, did_you_mean
+from ..errors import ModelError, ModelErrors, ModelWarning, did_you_mean
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 UNSUPPORTED_JOINT_TYPES = ("floating", "planar")
@@ -35,6 +38,7 @@ class UrdfDoc:
     root: str                     # the root link
     children: dict                # link name -> [joint names whose parent it is], document order
     parent_joint: dict            # link name -> joint name whose child it is
+    skip_visuals: frozenset = frozenset()   # (link name, visual index) not to draw (zero size)
 
     @property
     def links(self) -> dict:
@@ -54,6 +58,7 @@ class _Checker:
     def __init__(self, file: str):
         self.file = file
         self.errors: list[ModelError] = []
+        self.skip_visuals: set = set()     # (link, index) of zero-size visuals
 
     def error(self, el, problem: str, element: str | None = None) -> None:
         self.errors.append(ModelError(problem, file=self.file, line=getattr(el, "sourceline", None),
@@ -73,7 +78,8 @@ class _Checker:
         except ValueError:
             vals = None
         if vals is None or len(parts) != n or not np.all(np.isfinite(vals)):
-            self.error(el, f"{attr}=\"{raw}\": expected {n} finite number{'s' if n > 1 else ''}")
+            hint = " (an unexpanded xacro substitution: run xacro first)" if "$(" in raw or "${" in raw else ""
+            self.error(el, f"{attr}=\"{raw}\": expected {n} finite number{'s' if n > 1 else ''}{hint}")
             return None
         if positive and not np.all(vals > 0):
             self.error(el, f"{attr}=\"{raw}\": must be > 0")
@@ -118,6 +124,7 @@ def read_urdf(path: str | Path) -> UrdfDoc:
         raise ModelError("file not found", file=file) from None
     except OSError as e:
         raise ModelError(f"cannot read file: {e.strerror or e}", file=file) from None
+    data = _tolerated_prolog(data)
     try:
         root = etree.fromstring(data, etree.XMLParser(remove_blank_text=True, resolve_entities=False,
                                                       no_network=True))
@@ -179,7 +186,7 @@ def read_urdf(path: str | Path) -> UrdfDoc:
             c.error(link_names[loop[0]], f"links {', '.join(repr(x) for x in loop)} form a kinematic loop "
                     f"not reachable from the root link '{roots[0]}'")
     _raise(c)
-    robot = _yourdfpy_parse(path, file)
+    robot = _yourdfpy_parse(data, file)
     elements = {}
     for name, el in links:
         for kind in ("visual", "collision", "inertial"):
@@ -190,7 +197,23 @@ def read_urdf(path: str | Path) -> UrdfDoc:
                     elements[(name, kind, i, "geometry")] = g[0].sourceline
     return UrdfDoc(file=file, robot=robot, link_lines={n: el.sourceline for n, el in links},
                    joint_lines={n: el.sourceline for n, el in joints}, elements=elements, root=roots[0],
-                   children=children, parent_joint=child_of)
+                   children=children, parent_joint=child_of, skip_visuals=frozenset(c.skip_visuals))
+
+
+_DECL = re.compile(rb"^\s*<\?xml([^>]*?)\?>")
+
+
+def _tolerated_prolog(data: bytes) -> bytes:
+    """Blank lines before the XML declaration and ``version="0.0"`` in it (both common in shipped
+    URDFs, e.g. pybullet_data's) are harmless: drop the blanks, read the declaration as 1.0.
+    Line numbers stay those of the file (the removed blank lines come back as a comment-free
+    prefix of newlines after the declaration)."""
+    m = _DECL.match(data)
+    if m is None:
+        return data
+    lead = data[:m.start(1)].count(b"\n")
+    decl = re.sub(rb"version\s*=\s*([\"'])[^\"']*\1", b'version="1.0"', m.group(1))
+    return b"<?xml" + decl + b"?>" + b"\n" * lead + data[m.end():]
 
 
 def _raise(c: _Checker) -> None:
@@ -200,12 +223,12 @@ def _raise(c: _Checker) -> None:
         raise ModelErrors(c.errors)
 
 
-def _yourdfpy_parse(path: Path, file: str):
+def _yourdfpy_parse(data: bytes, file: str):
     """yourdfpy's objects for a file that passed the checks (its exceptions become a ModelError)."""
     import yourdfpy
 
     try:
-        urdf = yourdfpy.URDF.load(str(path), build_scene_graph=False, build_collision_scene_graph=False,
+        urdf = yourdfpy.URDF.load(io.BytesIO(data), build_scene_graph=False, build_collision_scene_graph=False,
                                   load_meshes=False, load_collision_meshes=False)
     except Exception as e:  # noqa: BLE001 - any failure left after our checks is one model error
         raise ModelError(f"yourdfpy cannot parse it: {type(e).__name__}: {e}", file=file) from None
@@ -242,30 +265,37 @@ def _check_links(c: _Checker, root) -> list[tuple[str, object]]:
                 for a in ("ixy", "ixz", "iyz"):     # 0 when absent, as in yourdfpy
                     c.floats(I, a, 1)
         for kind in ("visual", "collision"):
-            for v in el.findall(kind):
+            for i, v in enumerate(el.findall(kind)):
                 c.origin(v)
-                _check_geometry(c, v)
+                if not _check_geometry(c, v, visual=kind == "visual"):
+                    c.skip_visuals.add((el.get("name"), i))
     return links
 
 
-def _check_geometry(c: _Checker, v) -> None:
+def _check_geometry(c: _Checker, v, *, visual: bool = False) -> bool:
+    """Check a visual/collision geometry; False: a visual of zero size, to be skipped (warned)."""
     g = v.find("geometry")
     if g is None:
         c.error(v, "missing <geometry>")
         return
     kids = [k for k in g if isinstance(k.tag, str)]
-    if len(kids) != 1 or kids[0].tag not in GEOMETRY_TAGS:
+    shapes = [k for k in kids if k.tag in GEOMETRY_TAGS]
+    # yourdfpy reads the first child: it must be the one shape (stray extra elements are ignored)
+    if len(shapes) != 1 or kids[0] is not shapes[0]:
         found = ", ".join(f"<{k.tag}>" for k in kids) or "nothing"
-        c.error(g, f"needs exactly one of <box>, <cylinder>, <sphere>, <mesh> (found {found})")
+        c.error(g, f"needs exactly one of <box>, <cylinder>, <sphere>, <mesh>, first (found {found})")
         return
     k = kids[0]
-    if k.tag == "box":
-        c.floats(k, "size", 3, required=True, positive=True)
-    elif k.tag == "cylinder":
-        c.floats(k, "radius", 1, required=True, positive=True)
-        c.floats(k, "length", 1, required=True, positive=True)
-    elif k.tag == "sphere":
-        c.floats(k, "radius", 1, required=True, positive=True)
+    sizes = {"box": ("size", 3), "cylinder": ("radius", "length"), "sphere": ("radius",)}.get(k.tag)
+    if sizes is not None:
+        attrs = [(sizes[0], 3)] if k.tag == "box" else [(a, 1) for a in sizes]
+        vals = [(a, c.floats(k, a, n, required=True, positive=not visual)) for a, n in attrs]
+        bad = [a for a, x in vals if x is not None and not np.all(x > 0)]
+        if visual and bad:
+            # a zero-size visual (seen in shipped URDFs) draws nothing: skip it rather than refuse the robot
+            warnings.warn(ModelWarning(f"{c.file}:{k.sourceline}: {where(k)}: {bad[0]}=\"{k.get(bad[0])}\" "
+                                       "is not > 0; this visual is not drawn"), stacklevel=5)
+            return False
     else:
         if not (k.get("filename") or "").strip():
             c.error(k, "missing attribute 'filename'")
@@ -277,6 +307,7 @@ def _check_geometry(c: _Checker, v) -> None:
                 vals = []
             if len(vals) not in (1, 3) or not all(math.isfinite(x) and x > 0 for x in vals):
                 c.error(k, f"scale=\"{raw}\": expected 1 or 3 numbers > 0")
+    return True
 
 
 def _check_joints(c: _Checker, root) -> list[tuple[str, object]]:

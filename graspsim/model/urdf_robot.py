@@ -174,6 +174,8 @@ def _link(doc: UrdfDoc, lu, spec: HandSpec, err: _Errors) -> Link:
         shape = _shape(doc, name, "collision", 0, c.geometry, c.origin, err, closed=True)
     visuals = []
     for i, v in enumerate(lu.visuals):
+        if (name, i) in doc.skip_visuals:
+            continue
         vis = _visual(doc, name, i, v, err)
         if vis is not None:
             visuals.append(vis)
@@ -281,12 +283,14 @@ def _inertial(doc: UrdfDoc, lu, shape: Shape | None, spec: HandSpec, err: _Error
         I = R @ I_u @ R.T          # inertial-frame axes -> link axes
         ev = np.linalg.eigvalsh(I_u)
         moments = ", ".join(f"{e:.3g}" for e in ev)
-        if not np.any(I_u):
-            # a point mass: the dynamics needs a rotational inertia; take the shape's at this mass
-            I = (shape.mass_properties(mass=mass)[2] if shape is not None and shape.volume > 0
-                 else mass * MASSLESS_GYRATION ** 2 * np.eye(3))
-            warnings.warn(ModelWarning(f"{doc.file}:{line}: link '{name}'/inertial/inertia: all zero; using "
-                                       f"{'its collision shape' if shape is not None else 'a 1 cm radius of gyration'}"
+        if ev[0] <= 0 and ev[0] >= -1e-12 * max(ev[2], 1e-300) or not np.any(I_u):
+            # zero or singular (a point mass, a rod): the dynamics needs a positive definite
+            # inertia; take the collision shape's at this mass (about its own centroid)
+            use_shape = shape is not None and shape.volume > 0
+            I = shape.mass_properties(mass=mass)[2] if use_shape else mass * MASSLESS_GYRATION ** 2 * np.eye(3)
+            warnings.warn(ModelWarning(f"{doc.file}:{line}: link '{name}'/inertial/inertia: singular (principal "
+                                       f"moments {moments}); using "
+                                       f"{'its collision shape' if use_shape else 'a 1 cm radius of gyration'}"
                                        f" at {mass:g} kg"), stacklevel=4)
         elif ev[0] <= 0:
             err.urdf(line, f"link '{name}'/inertial/inertia",
