@@ -284,6 +284,11 @@ def test_pybullet_data_prefix_and_side_file_overrides():
     assert robot.links[1].material == "rubber" and robot.links[0].material == "plastic"
     assert robot.links[1].shape.source == str(DATA / "franka_panda/meshes/collision/finger.obj")
     assert robot.links[1].visuals[0].mesh == str(DATA / "franka_panda/meshes/visual/finger.obj")
+    # batch runs fingerprint the URDF behind a side file too
+    from graspsim.batch.config import scene_model_files
+
+    files = scene_model_files(graspsim.load_world(ROOT / "worlds" / "panda_hand_mug.yaml"))
+    assert str(PANDA) in files and str(ROOT / "robots" / "panda_hand.yaml") in files
 
 
 def test_bare_urdf_defaults():

@@ -114,6 +114,7 @@ class Robot:
     joint_index: dict = field(repr=False)
     dof_index: dict = field(repr=False)
     parent_joint: tuple = field(repr=False)   # per link: index of the joint whose child it is, -1 for the base
+    sources: tuple = field(default=(), repr=False)   # other files it was built from (a side file's URDF)
 
     @property
     def dof_names(self) -> list[str]:

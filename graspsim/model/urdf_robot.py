@@ -157,7 +157,7 @@ def build_robot(doc: UrdfDoc, spec: HandSpec | None = None) -> Robot:
                  link_index=MappingProxyType(link_index),
                  joint_index=MappingProxyType({j.name: i for i, j in enumerate(joints)}),
                  dof_index=MappingProxyType({d.name: i for i, d in enumerate(dofs)}),
-                 parent_joint=tuple(parent_joint))
+                 parent_joint=tuple(parent_joint), sources=(doc.file,) if spec.file else ())
 
 
 # -- links ------------------------------------------------------------------------------------
