@@ -476,3 +476,22 @@ def test_tolerated_quirks_of_shipped_urdfs(tmp_path):
     assert a.visuals == () and a.inertial.mass == 2.0
     assert np.allclose(a.inertial.inertia, 2.0 / 12 * np.diag([0.2 ** 2 + 0.3 ** 2, 0.1 ** 2 + 0.3 ** 2,
                                                                0.1 ** 2 + 0.2 ** 2]), rtol=1e-12)
+
+
+def test_urdf_hand_mounted_on_a_yaml_arm(tmp_path):
+    """The Panda hand (side file) on the Puma 560 (YAML): its palm follows the flange through the
+    mount origin, whatever the arm's configuration."""
+    from graspsim import spatial
+
+    w_file = tmp_path / "puma_panda.yaml"
+    w_file.write_text(f"world: puma_panda\nunits: {{length: m, angle: deg}}\nrobots:\n"
+                      f"  - {{name: puma, file: {ROOT / 'robots/puma560.yaml'}}}\n"
+                      f"  - name: hand\n    file: {ROOT / 'robots/panda_hand.yaml'}\n"
+                      "    mount: {robot: puma, link: link6, origin: {xyz: [0, 0, 0.02], rpy: [0, 0, 30]}}\n")
+    w = graspsim.load_world(w_file)
+    arm, hand = w.robots["puma"], w.robots["hand"]
+    X_mount = spatial.transform(spatial.rpy_to_matrix(np.radians([0, 0, 30])), [0, 0, 0.02])
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        arm.set_dofs(_random_dofs(arm.description, rng))
+        assert np.allclose(hand.palm_pose, arm.link_pose("link6") @ X_mount, atol=1e-12)
