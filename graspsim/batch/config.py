@@ -592,6 +592,7 @@ def scene_model_files(world) -> list[str]:
         files.add(d.file)
     for ri in d.robots:
         files.add(ri.robot.file)
+        files.update(ri.robot.sources)          # the URDF a side file names
         for l in ri.robot.links:
             if l.shape is not None and l.shape.source:
                 files.add(l.shape.source)

@@ -19,6 +19,7 @@ from .description import (DOF, FIXED, PRISMATIC, REVOLUTE, BodyInstance, Inertia
                           Robot, RobotInstance, World)
 from .fields import Reader
 from .materials import MaterialTable
+from .urdf_side import is_urdf, load_side_file, load_urdf_robot
 from .yamlio import YList, YMap, load_yaml
 
 DEFAULT_COLOR = (0.7, 0.7, 0.72)
@@ -41,6 +42,8 @@ def _kind_of(path: Path, data) -> str:
 def load_any(path: str | Path):
     """Load a robot, object or world file, whichever it is (by its top-level key)."""
     path = Path(path)
+    if is_urdf(path):
+        return load_urdf_robot(path)
     data = load_yaml(path)
     kind = _kind_of(path, data)
     if kind == "robot":
@@ -220,9 +223,17 @@ DOF_KEYS = ["name", "joints", "kind", "breakaway_torque", "kp", "kd", "effort", 
 
 
 def load_robot(path: str | Path, *, _data=None) -> Robot:
-    """Load and validate a robot YAML file into a :class:`~graspsim.model.description.Robot`."""
+    """Load and validate a robot file into a :class:`~graspsim.model.description.Robot`.
+
+    A robot YAML file, a ``.urdf`` file, or a YAML side file naming a URDF (``urdf:`` key;
+    :mod:`graspsim.model.urdf_side`).
+    """
     path = Path(path)
+    if is_urdf(path):
+        return load_urdf_robot(path)
     data = load_yaml(path) if _data is None else _data
+    if isinstance(data, YMap) and "urdf" in data:
+        return load_side_file(path, data)
     r = Reader(str(path))
     base = path.parent
     top = r.mapping(data, "", getattr(data, "line", 1))
