@@ -600,7 +600,7 @@ def scene_model_files(world) -> list[str]:
         files.add(b.obj.file)
         if b.obj.shape is not None and b.obj.shape.source:
             files.add(b.obj.shape.source)
-    return sorted(str(f) for f in files if f and Path(f).is_file())
+    return sorted({str(Path(f).resolve()) for f in files if f and Path(f).is_file()})   # one name per file
 
 
 def _fingerprint(world) -> list:

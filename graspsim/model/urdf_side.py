@@ -53,7 +53,7 @@ def is_urdf(path: str | Path) -> bool:
 def load_urdf_robot(path: str | Path) -> Robot:
     """A bare URDF file as a robot: palm = root link, every DOF closing towards its upper limit."""
     path = Path(path)
-    return _cached(("urdf", _key(path)), lambda: build_robot(read_urdf(path), HandSpec()))
+    return _as_given(_cached(("urdf", _key(path)), lambda: build_robot(read_urdf(path), HandSpec())), path)
 
 
 def load_side_file(path: str | Path, data=None) -> Robot:
@@ -74,7 +74,17 @@ def load_side_file(path: str | Path, data=None) -> Robot:
             r.error(top.line_of("urdf"), "urdf", problem)
     r.raise_if_errors()
     key = ("side", _key(path), _key(upath))
-    return _cached(key, lambda: _build_from_side(r, top, path, upath))
+    return _as_given(_cached(key, lambda: _build_from_side(r, top, path, upath)), path)
+
+
+def _as_given(robot: Robot, path: Path) -> Robot:
+    """The cached robot (keyed by the resolved path) named by the path this caller gave, so messages
+    and batch fingerprints quote the caller's file, not that of whoever filled the cache."""
+    if robot.file == str(path):
+        return robot
+    import dataclasses
+
+    return dataclasses.replace(robot, file=str(path))
 
 
 def _build_from_side(r: Reader, top: YMap, path: Path, upath: Path) -> Robot:
