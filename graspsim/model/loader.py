@@ -746,6 +746,9 @@ def load_world(path: str | Path, *, _data=None) -> World:
                 if fname is None:
                     continue
                 mesh_file = is_object_file(fname)
+                if mesh_file and "mass" in om and "density" in om:
+                    r.error(om.line_of("density"), f"{f}.density", "give either 'mass' or 'density', not both")
+                    continue
                 try:
                     if mesh_file:    # a mesh or URDF: mass/density may come with it
                         obj = load_object_file(base / fname, need_mass=dynamic,
