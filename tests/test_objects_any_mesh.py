@@ -186,3 +186,97 @@ def test_parallel_jaw_grasps_random_urdf(tmp_path, k):
     _, dist, _ = trimesh.proximity.closest_point(_trimesh(k), pts_O)
     assert dist.max() < 2 * w.description.contact_threshold    # midpoints of pairs within the threshold
 
+
+
+# -- batch object sets --------------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "batch_objects.yaml"
+
+
+def test_example_batch_names_fifty_random_urdfs():
+    from graspsim.batch import load_config
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MeshWarning)
+        cfg = load_config(EXAMPLE)
+    expect = sorted(RANDOM.glob("*/*.urdf"))[:50]
+    assert cfg.objects == [f"blob{p.stem}" for p in expect]
+    assert [sc["compose"]["object_file"] for sc in cfg.scenes] == [str(p) for p in expect]
+
+
+def test_folder_set_skips_a_urdfs_own_meshes_and_numbers_repeated_names(tmp_path):
+    from graspsim.batch import load_config
+
+    for k in ("000", "001"):                                  # a URDF with its OBJ: one object each
+        d = tmp_path / "set" / k
+        d.mkdir(parents=True)
+        for f in (RANDOM / k).iterdir():
+            (d / f.name).write_bytes(f.read_bytes())
+    for sub in ("a", "b"):                                    # two bare meshes with the same stem
+        (tmp_path / "set" / sub).mkdir()
+        _trimesh("002", 0.015).export(tmp_path / "set" / sub / "part.stl")
+    cfg = load_config({"hand": str(graspsim.data_path("robots", "barrett.yaml")), "table": False,
+                       "objects": {"folder": str(tmp_path / "set")}})
+    assert cfg.objects == ["blob000", "blob001", "part", "part_2"]
+
+
+@pytest.mark.parametrize("objects, problem", [
+    ({"glob": "${nope}/*.urdf"}, "unknown variable ${nope}"),
+    ({"glob": "nothing_here/*.obj"}, "no object files"),
+    ({"folder": "missing_dir"}, "folder 'missing_dir' not found"),
+    ({"glob": "*.urdf", "limit": 0}, "expected a whole number >= 1"),
+    ({"glob": "*.urdf", "folder": "."}, "either 'glob' or 'folder'"),
+])
+def test_bad_object_set_is_one_line_error(tmp_path, objects, problem):
+    from graspsim.batch import load_config
+
+    p = tmp_path / "b.yaml"
+    import yaml
+
+    p.write_text(yaml.safe_dump({"hand": str(graspsim.data_path("robots", "barrett.yaml")), "objects": objects}))
+    with pytest.raises(graspsim.ModelError) as e:
+        load_config(p)
+    s = str(e.value)
+    assert problem in s and ONE_LINE.match(s) and s.startswith(f"{p}:"), s
+
+
+def test_object_set_run_summary_per_object_against_sql(tmp_path):
+    """Three objects x 8 candidates in a real SQLite run: the per-object success counts, rates and
+    best grasps of the summary equal those computed with SQL from the stored rows, and the
+    per-object plot's bars are those rates."""
+    import sqlite3
+
+    from graspsim.batch import load_config, run_batch, summarize
+    from graspsim.batch.summary import summary_figures
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MeshWarning)
+        cfg = load_config(EXAMPLE, overrides={
+            "objects": {"glob": "${pybullet_data}/random_urdfs/*/*.urdf", "limit": 3},
+            "candidates": {"directions": {"sphere": 0, "list": [[0, 0, -1], [0.5, 0, -1]]}, "rolls": [0, 90],
+                           "preshapes": [{"spread": 0}, {"spread": 60}]}})
+        db = tmp_path / "o.sqlite"
+        run_batch(cfg, db, workers=0, progress="off")
+    s = summarize(db)
+    with sqlite3.connect(db) as con:
+        per = {o: (n, fc) for o, n, fc in con.execute(
+            "SELECT object, COUNT(*), SUM(force_closure) FROM results GROUP BY object")}
+        best = {o: i for o, i in con.execute(
+            "SELECT object, id FROM results r WHERE force_closure = 1 AND id = (SELECT id FROM results q WHERE "
+            "q.object = r.object AND q.force_closure = 1 ORDER BY epsilon DESC, id LIMIT 1)")}
+    assert set(per) == {"blob000", "blob001", "blob002"} and all(n == 8 for n, _ in per.values())
+    rates = s.object_rates()
+    assert {o: (n, k) for o, (n, k, _) in rates.items()} == per
+    assert {o: r["id"] for o, r in s.best_by_object.items()} == best
+    assert sum(k for _, k in per.values()) >= 1                # at least one grasp to rank
+    text = s.text()
+    for o, (n, k, rate) in rates.items():
+        line = next(l for l in text.splitlines() if l.strip().startswith(o + " "))
+        assert f"{100 * rate:.1f}%" in line and (f"#{best[o]} " in line if o in best else "best -" in line)
+    figs = dict(summary_figures(s))
+    bars = figs["success_by_object.png"].axes[0].patches
+    assert sorted(b.get_height() for b in bars) == pytest.approx(sorted(r for _, _, r in rates.values()))
+    import matplotlib.pyplot as plt
+
+    for f in figs.values():
+        plt.close(f)
