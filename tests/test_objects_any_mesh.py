@@ -86,10 +86,13 @@ def test_open_mesh_uses_convex_hull_with_one_warning():
         obj = graspsim.load_object(_urdf(OPEN_MESH))
     msgs = [str(w.message) for w in got if issubclass(w.category, MeshWarning)]
     assert len(msgs) == 1 and "\n" not in msgs[0] and f"{OPEN_MESH}.obj" in msgs[0] and "convex hull" in msgs[0]
-    hull = _trimesh(OPEN_MESH).convex_hull
-    assert not _trimesh(OPEN_MESH).is_watertight
+    m = _trimesh(OPEN_MESH)
+    hull = m.convex_hull
+    assert not m.is_watertight
+    np.testing.assert_allclose(obj.inertial.com, hull.center_mass, atol=1e-9)
     np.testing.assert_allclose(obj.inertial.inertia, hull.moment_inertia * URDF_MASS / hull.volume, rtol=1e-9)
-    assert obj.shape.watertight and obj.shape.volume == pytest.approx(hull.volume, rel=1e-12)
+    # contact keeps the mesh's own triangles (docs/objects.md: the hull would change epsilon 5x here)
+    assert not obj.shape.watertight and len(obj.shape.faces) == len(m.faces)
 
 
 def _write(p: Path, text: str) -> Path:
@@ -164,7 +167,8 @@ obstacles:
     return p
 
 
-@pytest.mark.parametrize("k", TEN)
+@pytest.mark.filterwarnings("ignore::graspsim.model.mesh_object.MeshWarning")    # OPEN_MESH's hull
+@pytest.mark.parametrize("k", TEN + [OPEN_MESH])
 def test_parallel_jaw_grasps_random_urdf(tmp_path, k):
     """Static auto-grasp ends by contact, the stopping finger touching the object, nothing
     interpenetrating; every contact point lies on the

@@ -23,8 +23,7 @@ from .. import spatial
 from ..errors import ModelError
 from ..geometry import load_mesh_shape, make_primitive
 from .description import Inertial, Object
-from .mesh_object import (DEFAULT_COLOR, DEFAULT_MATERIAL, _check_mass, _ro, closed_shape,
-                          inertial_for)
+from .mesh_object import DEFAULT_COLOR, DEFAULT_MATERIAL, _check_mass, _ro, inertial_for, mass_shape
 
 __all__ = ["urdf_object"]
 
@@ -180,17 +179,17 @@ def urdf_object(path: str | Path, *, name: str | None = None, mass: float | None
     if len(cols) > 1:
         raise c.err(cols[1], f"{fld}.collision", f"{len(cols)} <collision> elements; one is supported "
                     "(merge them into one mesh)")
-    shape = closed_shape(_shape(c, cols[0], f"{fld}.collision", path.parent), stacklevel=3)
+    shape = _shape(c, cols[0], f"{fld}.collision", path.parent)
     u_mass, u_com, u_I, _ = _urdf_inertial(c, link, fld)
     note = ""
     inertial = None
     if mass is not None or density is not None or u_mass is None:
         if need_mass or mass is not None or density is not None:
-            inertial, note = inertial_for(shape, mass=mass, density=density)
+            inertial, note = inertial_for(mass_shape(shape), mass=mass, density=density)
     elif u_I is not None:
         inertial = Inertial(u_mass, _ro(u_com), _ro(u_I))
     else:  # URDF mass, shape's distribution (its com: a com without an inertia is not worth keeping)
-        inertial, _ = inertial_for(shape, mass=u_mass, density=None)
+        inertial, _ = inertial_for(mass_shape(shape), mass=u_mass, density=None)
         note = "inertia from the shape at the URDF's mass (the URDF's inertia is not physical)"
     rgba = None
     vis = link.one("visual")
