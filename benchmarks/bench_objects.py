@@ -5,10 +5,12 @@
 1. The mug, exact (non-convex) mesh against its convex hull (what convex pieces would change, at
    the coarsest): Barrett static auto-grasp time (median of 30, state restored between grasps),
    hand-object contacts, force closure, epsilon.
-2. Static auto-grasp per candidate (``t_grasp``: auto-grasp + analysis, from the batch rows) on
+2. Non-watertight ``random_urdfs`` (037, 099, 110, 121, 230): the parallel jaw's static auto-grasp
+   from above on the mesh's own triangles (what graspsim does) against its convex hull.
+3. Static auto-grasp per candidate (``t_grasp``: auto-grasp + analysis, from the batch rows) on
    five ``random_urdfs`` objects with ``examples/batch_objects.yaml``, serially, against the mug's
    with ``examples/batch_barrett_mug.yaml`` (its first 100 candidates).
-3. ``examples/batch_objects.yaml`` over ``--objects`` objects with ``--workers`` processes:
+4. ``examples/batch_objects.yaml`` over ``--objects`` objects with ``--workers`` processes:
    candidates, wall time, candidates per CPU-second (from the rows' CPU times).
 """
 from __future__ import annotations
@@ -62,6 +64,48 @@ def mug_exact_vs_hull(tmp: Path) -> None:
               f"force closure {fc}, epsilon {eps:.4f}")
 
 
+def _jaw_world(tmp: Path, name: str, obj_entry: str, shape) -> Path:
+    V = shape.vertices_in(np.eye(4))
+    lo, hi = V.min(0), V.max(0)
+    c = (lo + hi) / 2
+    yaw = np.pi / 2 if hi[1] - lo[1] <= hi[0] - lo[0] else 0.0
+    p = tmp / f"jaw_{name}.yaml"
+    p.write_text(f"""world: jaw
+robots:
+  - {{name: gripper, file: {ROOT}/robots/parallel_jaw.yaml, dofs: {{opening: 0.07}},
+     pose: {{xyz: [0, 0, {float(max(hi[2] - lo[2] + 0.005, 0.075))!r}], rpy: [{np.pi!r}, 0, {float(yaw)!r}]}}}}
+objects:
+  - {{name: obj, {obj_entry}, pose: {{xyz: [{-float(c[0])!r}, {-float(c[1])!r}, {-float(lo[2])!r}]}}}}
+obstacles:
+  - {{name: table, file: {ROOT}/objects/table.yaml}}
+""")
+    return p
+
+
+def open_meshes(tmp: Path) -> None:
+    import pybullet_data
+
+    from graspsim.collision import check_interpenetration
+
+    base = Path(pybullet_data.getDataPath()) / "random_urdfs"
+    for k in ("037", "099", "110", "121", "230"):
+        urdf = base / k / f"{k}.urdf"
+        m = trimesh.load(base / k / f"{k}.obj", force="mesh")
+        m.apply_scale(0.015)
+        m.convex_hull.export(tmp / f"hull{k}.stl")
+        obj = graspsim.load_object(urdf)
+        out = []
+        for variant, entry in (("triangles", f"file: {urdf}"), ("hull", f"file: {tmp}/hull{k}.stl, mass: 0.1")):
+            w = graspsim.load_world(_jaw_world(tmp, f"{variant}{k}", entry, obj.shape))
+            t0 = time.perf_counter()
+            r = static_auto_grasp(w, "gripper", obj="obj")
+            ms = (time.perf_counter() - t0) * 1e3
+            pen = "none" if not check_interpenetration(w, raise_error=False) else "YES"
+            out.append(f"{variant}: opening {r.dofs[0] * 1e3:.1f} mm, {len(r.grasp_contacts)} contacts, "
+                       f"epsilon {r.quality.epsilon:.3f}, interpenetration {pen}, {ms:.0f} ms")
+        print(f"open mesh {k} (hull / |signed volume| {m.convex_hull.volume / abs(m.volume):.1f}): " + "; ".join(out))
+
+
 def _t_grasp(db: Path) -> dict:
     with sqlite3.connect(db) as con:
         rows = con.execute("SELECT object, t_grasp FROM results WHERE status = 'ok'").fetchall()
@@ -107,6 +151,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         mug_exact_vs_hull(tmp)
+        open_meshes(tmp)
         per_candidate(tmp)
         object_set(tmp, a.objects, a.workers)
 
