@@ -325,7 +325,9 @@ class World:
         for b in self.bodies.values():
             p = b.pose[:3, 3]
             m = f"{b.mass:.4g} kg" if b.dynamic else "static"
-            lines.append(f"  body '{b.name}': {m}, {b.material}, at [{p[0]:.4g}, {p[1]:.4g}, {p[2]:.4g}] m")
+            note = b.instance.obj.mass_note if b.dynamic else ""
+            lines.append(f"  body '{b.name}': {m}, {b.material}, at [{p[0]:.4g}, {p[1]:.4g}, {p[2]:.4g}] m"
+                         + (f" ({note})" if note else ""))
         return "\n".join(lines)
 
     def __repr__(self) -> str:

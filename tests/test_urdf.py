@@ -16,7 +16,7 @@ import pytest
 import graspsim
 from graspsim import ModelError
 from graspsim.errors import ModelWarning
-from graspsim.model.loader import load_any
+from graspsim.model.loader import load_any, load_robot
 
 pybullet_data = pytest.importorskip("pybullet_data")
 yourdfpy = pytest.importorskip("yourdfpy")
@@ -381,8 +381,8 @@ def test_broken_corpus_is_complete():
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_broken_urdf_gives_the_promised_error(name):
     line, element, words = EXPECTED[name]
-    with pytest.raises(ModelError) as info:
-        load_any(BROKEN / name)
+    with pytest.raises(ModelError) as info:     # as a robot: load_any reads a one-link URDF as an object
+        (load_robot if name.endswith(".urdf") else load_any)(BROKEN / name)
     errs = getattr(info.value, "errors", [info.value])
     assert len(errs) == 1, [str(e) for e in errs]
     e = errs[0]
@@ -495,3 +495,14 @@ def test_urdf_hand_mounted_on_a_yaml_arm(tmp_path):
     for _ in range(5):
         arm.set_dofs(_random_dofs(arm.description, rng))
         assert np.allclose(hand.palm_pose, arm.link_pose("link6") @ X_mount, atol=1e-12)
+
+
+def test_validate_tells_a_robot_urdf_from_a_one_link_object_urdf():
+    """`graspsim validate x.urdf`: a URDF with joints is a robot, a one-link URDF an object (the
+    random_urdfs objects); each loads with the numbers its file states."""
+    from graspsim.model.description import Object, Robot
+
+    robot = load_any(PANDA)
+    assert isinstance(robot, Robot) and len(robot.links) == 13
+    obj = load_any(DATA / "random_urdfs" / "000" / "000.urdf")
+    assert isinstance(obj, Object) and obj.inertial.mass == pytest.approx(0.1)

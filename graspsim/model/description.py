@@ -140,6 +140,8 @@ class Object:
     inertial: Inertial | None   # None for obstacles that never move
     material: str
     color: tuple
+    #: how the mass was found when the file did not say (e.g. the default density); '' otherwise
+    mass_note: str = ""
 
 
 @dataclass(frozen=True, eq=False)
