@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ModelError, ModelErrors, did_you_mean, quote, unsafe_char
 from .. import spatial
 from .bounds import ANGLE, MAX_NAME, POSITION, describe
-from .yamlio import YList, YMap
+from .yamlio import Overflow, YList, YMap
 
 LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "um": 1e-6, "in": 0.0254}
 ANGLE_UNITS = {"rad": 1.0, "deg": math.pi / 180.0}
@@ -165,8 +165,8 @@ class Reader:
             return None
         if not math.isfinite(x):
             self.error(line, field, "must be a finite number, got " + (
-                "NaN" if math.isnan(x) else "infinity" if isinstance(v, float) and math.isinf(v)
-                else "a number beyond the floating-point range"))
+                "NaN" if math.isnan(x) else "a number beyond the floating-point range (|x| > 1.8e308)"
+                if isinstance(v, Overflow) or not (isinstance(v, float) and math.isinf(v)) else "infinity"))
             return None
         return x
 

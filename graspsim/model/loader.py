@@ -686,7 +686,9 @@ def load_world(path: str | Path, *, _data=None) -> World:
     r.read_units(top)
     name = r.string(top, "world", "world", required=True) or path.stem
     _description(r, top)
-    gravity = r.vector(top, "gravity", "gravity", 3, default=(0.0, 0.0, -9.81))
+    g_max = B.GRAVITY[1]
+    gravity = r.vector(top, "gravity", "gravity", 3, default=(0.0, 0.0, -9.81),
+                       bounds=(-g_max, g_max, B.GRAVITY[2], False))
     if "gravity" in top and gravity is not None and not np.linalg.norm(gravity) <= B.GRAVITY[1]:
         r.error(top.line_of("gravity"), "gravity", f"magnitude must be within {B.describe(B.GRAVITY)}, got "
                 f"{float(np.linalg.norm(gravity)):g} m/s^2")

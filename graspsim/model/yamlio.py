@@ -283,19 +283,24 @@ class _Composer:
 _NO_KEY = object()
 
 
+class Overflow(float):
+    """A decimal literal beyond the float range (read as +-inf); number fields name it as such."""
+
+
 def resolve_plain(v: str):
     """A plain scalar by the YAML 1.2 core schema, except that only decimal numbers are numbers."""
     if _NULL.match(v):
         return None
     if v in _BOOL:
         return _BOOL[v]
-    if len(v) < 400 and _INT.match(v):
-        return int(v) if len(v) <= 18 else float(v)      # float: huge integers become inf, refused later
-    if _FLOAT.match(v) or _INT.match(v):
+    if len(v) <= 18 and _INT.match(v):
+        return int(v)
+    if _FLOAT.match(v):
         if _INT.match(v.lstrip("+-")) is None and v.lstrip("+-")[:1] == "0" and "." not in v \
                 and "e" not in v.lower():
             return v                                     # zero-padded integer: left to the field
-        return float(v)                                  # float() never raises on digits; may be inf
+        x = float(v)                                     # never raises on digits (no 4300-digit limit)
+        return Overflow(x) if math.isinf(x) else x
     if _INF.match(v):
         return -math.inf if v.startswith("-") else math.inf
     if _NAN.match(v):
