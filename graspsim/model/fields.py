@@ -137,7 +137,7 @@ class Reader:
         lo, hi, unit, low_open = bounds
         if (v > lo if low_open else v >= lo) and v <= hi:
             return True
-        self.error(line, field, f"must be within {describe(bounds)}, got {v:g}{' ' + unit if unit and unit != 'SI' else ''}")
+        self.error(line, field, f"must be within {describe(bounds)}, got {v:g}{' ' + unit if unit else ''}")
         return False
 
     def scalar(self, v, field: str, line: int | None, unit: str | None = None) -> float | None:
