@@ -41,7 +41,20 @@ def _cmd_validate(args) -> int:
             continue
         kind = type(m).__name__.lower()
         print(f"ok: {escape(f, 300)} ({kind} '{m.name}')")
+        if kind in ("robot", "object"):
+            _note_materials(m)
     return 2 if bad else 0
+
+
+def _note_materials(m) -> None:
+    """A robot's or object's material outside the default friction table is fine only in a world
+    that adds friction pairs for it: say so (the file alone cannot be wrong about it)."""
+    from .model.materials import DEFAULT_MATERIALS
+
+    used = [l.material for l in m.links] if hasattr(m, "links") else [m.material]
+    for mat in dict.fromkeys(x for x in used if x not in DEFAULT_MATERIALS):
+        print(f"  note: material '{mat}' is not in the default friction table; a world using this file must "
+              f"add friction pairs for it (known: {', '.join(DEFAULT_MATERIALS)})")
 
 
 def _errors(problems: list) -> ModelError:

@@ -302,3 +302,15 @@ def test_cli_help_lists_every_command():
     assert r.returncode == 0
     for c in ("validate", "info", "grasp", "batch", "results", "view"):
         assert f"    {c}" in r.stdout, c
+
+
+def test_validate_notes_a_material_outside_the_default_table(tmp_path, capsys):
+    """An object alone cannot be wrong about a custom material, but validate says what a world needs."""
+    from graspsim.cli import main
+
+    o = tmp_path / "o.yaml"
+    o.write_text("object: o\nshape: {box: [0.1, 0.1, 0.1]}\nmass: 1\nmaterial: foam\n")
+    assert main(["validate", str(o)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"ok: {o} (object 'o')"
+    assert out[1].startswith("  note: material 'foam' is not in the default friction table")

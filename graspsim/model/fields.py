@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ModelError, ModelErrors, did_you_mean, quote, unsafe_char
 from .. import spatial
-from .bounds import ANGLE, MAX_NAME, POSITION, describe
+from .bounds import ANGLE, MAX_DESCRIPTION, MAX_NAME, MAX_PATH, POSITION, describe
 from .yamlio import Overflow, YList, YMap
 
 LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "um": 1e-6, "in": 0.0254}
@@ -35,9 +35,15 @@ _YAML11_NUMBERS = (
 
 
 class Reader:
-    """Reads fields of one YAML file.  ``length_scale``/``angle_scale`` convert file units to SI."""
+    """Reads fields of one YAML file.  ``length_scale``/``angle_scale`` convert file units to SI.
 
-    def __init__(self, file: str):
+    ``max_text``: longest string :meth:`string` accepts unless told otherwise (model files pass
+    :data:`~graspsim.model.bounds.MAX_NAME` for their names); a ``description`` may be longer and
+    hold newlines and tabs.
+    """
+
+    def __init__(self, file: str, *, max_text: int = MAX_PATH):
+        self.max_text = max_text
         self.file = str(file)
         self.errors: list[ModelError] = []
         self.length_scale = 1.0
@@ -85,8 +91,8 @@ class Reader:
 
     # -- scalars -----------------------------------------------------------------------------
     def string(self, m: YMap, key: str, field: str, *, required: bool = False, default=None,
-               choices: Iterable[str] | None = None, max_len: int = MAX_NAME,
-               allow: str = "") -> str | None:
+               choices: Iterable[str] | None = None, max_len: int | None = None,
+               allow: str | None = None) -> str | None:
         """A non-empty string of at most ``max_len`` characters without control or invisible
         characters (those in ``allow``, e.g. a newline in a description, excepted)."""
         if key not in m:
@@ -98,6 +104,10 @@ class Reader:
         if not isinstance(v, str) or not v.strip():
             self.error(m.line_of(key), f, f"expected a non-empty string, got {_describe(v)}")
             return default
+        if max_len is None:
+            max_len = MAX_DESCRIPTION if key == "description" else self.max_text
+        if allow is None:
+            allow = "\n\t" if key == "description" else ""
         problem = text_problem(v, max_len, allow)
         if problem:
             self.error(m.line_of(key), f, problem)

@@ -275,7 +275,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
     """Load and validate a robot YAML file into a :class:`~graspsim.model.description.Robot`."""
     path = Path(path)
     data = load_yaml(path) if _data is None else _data
-    r = Reader(str(path))
+    r = Reader(str(path), max_text=B.MAX_NAME)
     base = path.parent
     top = _top(path, data, "robot")
     r.check_keys(top, "", ROBOT_KEYS, ["robot", "links"])
@@ -624,7 +624,7 @@ def load_object(path: str | Path, *, _data=None, need_mass: bool = True) -> Obje
     """Load and validate an object YAML file (a shape with mass and material)."""
     path = Path(path)
     data = load_yaml(path) if _data is None else _data
-    r = Reader(str(path))
+    r = Reader(str(path), max_text=B.MAX_NAME)
     top = _top(path, data, "object")
     r.check_keys(top, "", OBJECT_KEYS, ["object"])
     r.read_units(top)
@@ -679,7 +679,7 @@ def load_world(path: str | Path, *, _data=None) -> World:
     """Load and validate a world YAML file with the robots and objects it names."""
     path = Path(path)
     data = load_yaml(path) if _data is None else _data
-    r = Reader(str(path))
+    r = Reader(str(path), max_text=B.MAX_NAME)
     base = path.parent
     top = _top(path, data, "world")
     r.check_keys(top, "", WORLD_KEYS, ["world"])
