@@ -111,7 +111,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(command_of(argv))
+    command = command_of(argv)
+    if command is None and "--version" in argv:
+        command = "validate"             # --version needs no other sub-command's module
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

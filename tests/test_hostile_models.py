@@ -8,6 +8,7 @@ keys, types, nesting, raw text) and asserts that every outcome is a model or a c
 """
 from __future__ import annotations
 
+import copy
 import os
 import random
 import re
@@ -333,7 +334,7 @@ def _mutate(tree, rnd: random.Random, n: int):
         path, value = rnd.choice(nodes)
         op = rnd.randrange(7)
         if op == 0 or not path:
-            tree = _set(tree, path, rnd.choice(HOSTILE_VALUES))
+            tree = _set(tree, path, copy.deepcopy(rnd.choice(HOSTILE_VALUES)))   # copies: no shared lists
         elif op == 1:
             parent = tree
             for k in path[:-1]:
@@ -350,14 +351,14 @@ def _mutate(tree, rnd: random.Random, n: int):
                 parent[rnd.choice(["nmae", "mass", "shape", "file", "x\x1b", "links", "dofs", "robots"])] = \
                     parent.pop(path[-1])
         elif op == 3:
-            tree = _set(tree, path, [value] * rnd.randint(2, 4))
+            tree = _set(tree, path, [copy.deepcopy(value) for _ in range(rnd.randint(2, 4))])
         elif op == 4:
-            tree = _set(tree, path, {"nested": value} if rnd.random() < 0.5 else [value])
+            tree = _set(tree, path, {"nested": copy.deepcopy(value)} if rnd.random() < 0.5 else [copy.deepcopy(value)])
         elif op == 5 and isinstance(value, (int, float)) and not isinstance(value, bool):
             tree = _set(tree, path, rnd.choice([value * 1e6, -value, value + 1e-9, value * 1e-9, str(value) + " mm"]))
         else:
             _, other = rnd.choice(nodes)
-            tree = _set(tree, path, yaml.safe_load(yaml.safe_dump(other)))
+            tree = _set(tree, path, copy.deepcopy(other))
     return tree
 
 
