@@ -44,9 +44,10 @@ SCALE = (1e-6, 1e6, "", False)
 #: components of a direction (joint axis, approach, eigengrasp vector; normalised after reading)
 DIRECTION = (-1e6, 1e6, "", False)
 
-#: counts: robots and bodies in a world, links/joints/DOFs in a robot
+#: counts: robots, objects + obstacles, and all bodies (links too) in a world; links/joints/DOFs in a robot
 MAX_ROBOTS = 64
-MAX_BODIES = 1000
+MAX_BODIES = 500
+MAX_WORLD_BODIES = 1000
 MAX_LINKS = 256
 #: longest name (robot, link, joint, DOF, body, material) and file name, in characters
 MAX_NAME = 200

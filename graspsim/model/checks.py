@@ -2,7 +2,8 @@
 
 Loading (:mod:`graspsim.model.loader`) checks everything a file says on its own; here the world's
 initial state is built and the simulator's own load-time check is run
-(:func:`graspsim.collision.check_interpenetration`, the one :class:`graspsim.Simulator` runs), so
+(the collision model's ``interpenetrations``, behind :func:`graspsim.collision.check_interpenetration`,
+which :class:`graspsim.Simulator` runs), so
 ``graspsim validate`` reports a world whose bodies start inside each other before anyone simulates
 it.  That check needs FCL and the compiled contact kernels (1.5-2.5 s to load them in a fresh
 process), so pairs that a separating axis proves apart are settled first with numpy alone
@@ -20,32 +21,92 @@ from .description import World
 APART_TOL = 1e-9
 
 
+#: most interpenetrating pairs reported (each costs the collision code 0.05-0.15 s to confirm; a
+#: hostile world can have hundreds of thousands)
+MAX_REPORTED = 10
+#: most pairs whose bounding boxes overlap (each costs :func:`apart` up to ~1 ms), and most pairs
+#: :func:`apart` cannot settle that go to the exact check (up to ~0.15 s each): more is refused, so
+#: validating any world ends within seconds
+MAX_CLOSE_PAIRS = 1000
+MAX_EXACT_PAIRS = 32
+
+
 def start_problems(world: World) -> list[ModelError]:
     """Problems the simulator would refuse ``world`` for at its start (currently: bodies that
-    interpenetrate in the initial state), each naming the world file and the entry's line."""
+    interpenetrate in the initial state), each naming the world file and the entry's line.
+
+    Pairs are screened by their bounding boxes and :func:`apart`; the rest go to the collision
+    model's ``interpenetrations`` (what :func:`graspsim.collision.check_interpenetration` and the
+    simulator run) a few at a time, until :data:`MAX_REPORTED` are found.
+    """
     from ..world import World as LiveWorld
 
     live = LiveWorld(world)
     t = live.table
-    if not len(t.collision_pairs):
+    pairs = np.asarray(t.collision_pairs, dtype=np.int64).reshape(-1, 2)
+    if not len(pairs):
         return []
     X = live.body_poses()
     cache: dict = {}
-    if all(apart(t.shapes[i], X[i], t.shapes[j], X[j], cache=(cache, i, j)) for i, j in t.collision_pairs):
-        return []
-    from ..collision import check_interpenetration
+    lo, hi = _boxes(t.shapes, X, cache)
+    i, j = pairs[:, 0], pairs[:, 1]
+    near = np.all((lo[i] <= hi[j] + APART_TOL) & (lo[j] <= hi[i] + APART_TOL), axis=1)
+    if near.sum() > MAX_CLOSE_PAIRS:
+        return [ModelError(f"{int(near.sum())} pairs of bodies overlap in their bounding boxes at the start; validate "
+                           f"checks at most {MAX_CLOSE_PAIRS} for interpenetration (spread the bodies out, or "
+                           "validate with --no-collisions)", file=world.file)]
+    found, todo, model, exact = [], [], None, 0
+    for pair in [tuple(p) for p in pairs[near]] + [None]:
+        if pair is not None:
+            a, b = pair
+            if apart(t.shapes[a], X[a], t.shapes[b], X[b], cache=(cache, a, b)):
+                continue
+            exact += 1
+            if exact > MAX_EXACT_PAIRS:
+                return [ModelError(f"more than {MAX_EXACT_PAIRS} pairs of bodies start too close to settle without the "
+                                   f"exact interpenetration check, which validate runs on at most {MAX_EXACT_PAIRS} "
+                                   "(spread the bodies out, or validate with --no-collisions)", file=world.file)]
+            todo.append(pair)
+        if todo and (len(todo) == 8 or pair is None):      # a few pairs at a time, stopping early
+            if model is None:
+                from ..collision import model_for
 
+                model = model_for(live)
+            found += model.interpenetrations(X, np.array(todo, dtype=np.int64))
+            todo = []
+            if len(found) >= MAX_REPORTED:
+                break
     out = []
-    robot_of = {n: world.robots[t.robot[k]].name for k, n in enumerate(t.names) if t.robot[k] >= 0}
-    for a, b, depth in check_interpenetration(live, raise_error=False):
-        field, line = world.entry_lines.get(robot_of.get(a, a), (None, None))
-        out.append(ModelError(f"'{a}' and '{b}' interpenetrate by {depth * 1e3:.3g} mm in the initial state; "
+    found.sort(key=lambda f: (f[0], f[1]))
+    for a, b, depth in found[:MAX_REPORTED]:
+        na, nb = t.names[a], t.names[b]
+        field, line = world.entry_lines.get(world.robots[t.robot[a]].name if t.robot[a] >= 0 else na, (None, None))
+        out.append(ModelError(f"'{na}' and '{nb}' interpenetrate by {depth * 1e3:.3g} mm in the initial state; "
                               "the simulator refuses such a world (move them apart)",
                               file=world.file, line=line, field=field))
+    if len(found) >= MAX_REPORTED:
+        out.append(ModelError(f"(stopped after {MAX_REPORTED} interpenetrating pairs; there may be more)",
+                              file=world.file))
     return out
 
 
-def apart(sa, X_WA: np.ndarray, sb, X_WB: np.ndarray, *, tol: float = APART_TOL, iterations: int = 64,
+def _boxes(shapes, X, cache) -> tuple[np.ndarray, np.ndarray]:
+    """World-axis bounds (N, 3) of every shape (empty bounds for bodies without one)."""
+    n = len(shapes)
+    lo, hi = np.full((n, 3), np.inf), np.full((n, 3), -np.inf)
+    for k, s in enumerate(shapes):
+        if s is None:
+            continue
+        A = X[k] @ s.X_LS
+        vw = _mesh_world(s, A, (cache, k, k), 1)
+        for ax in range(3):
+            e = np.zeros(3)
+            e[ax] = 1.0
+            lo[k, ax], hi[k, ax] = -_support(s, A, vw, -e), _support(s, A, vw, e)
+    return lo, hi
+
+
+def apart(sa, X_WA: np.ndarray, sb, X_WB: np.ndarray, *, tol: float = APART_TOL, iterations: int = 48,
           cache=None) -> bool:
     """True if some axis separates shapes ``sa`` and ``sb`` (placed at body poses ``X_WA``, ``X_WB``):
     their projections overlap by at most ``tol`` (m).  False means "not proven apart", not "touching".

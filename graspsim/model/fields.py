@@ -56,6 +56,11 @@ class Reader:
             return
         self.errors.append(ModelError(problem, file=self.file, line=line, field=field))
 
+    def suggest(self, word, choices) -> str:
+        """`` (did you mean 'x'?)`` while problems are still being recorded (difflib is slow: a
+        hostile file with 100,000 unknown keys must not compute 100,000 suggestions)."""
+        return "" if len(self.errors) >= MAX_ERRORS else did_you_mean(str(word), choices)
+
     def raise_if_errors(self) -> None:
         errs = list(self.errors)
         if getattr(self, "dropped", 0):
@@ -84,7 +89,7 @@ class Reader:
         for k in m:
             if k not in allowed:
                 self.error(m.line_of(k), _join(field, str(k)),
-                           f"unknown key {quote(k)}{did_you_mean(str(k), allowed)}; allowed: {', '.join(allowed)}")
+                           f"unknown key {quote(k)}{self.suggest(str(k), allowed)}; allowed: {', '.join(allowed)}")
         for k in required:
             if k not in m:
                 self.error(m.line, _join(field, k), f"missing required key '{k}'")
@@ -115,7 +120,7 @@ class Reader:
         if choices is not None:
             choices = list(choices)
             if v not in choices:
-                self.error(m.line_of(key), f, f"{quote(v)} is not one of {', '.join(choices)}{did_you_mean(v, choices)}")
+                self.error(m.line_of(key), f, f"{quote(v)} is not one of {', '.join(choices)}{self.suggest(v, choices)}")
                 return default
         return v
 
@@ -164,7 +169,7 @@ class Reader:
             table = LENGTH_UNITS if unit == "length" else ANGLE_UNITS
             u = mt.group(2)
             if u not in table:
-                self.error(line, field, f"unknown {unit} unit '{u}'{did_you_mean(u, table)}; use one of {', '.join(table)}")
+                self.error(line, field, f"unknown {unit} unit '{u}'{self.suggest(u, table)}; use one of {', '.join(table)}")
                 return None
             x = float(mt.group(1)) * table[u]
         else:
@@ -238,7 +243,7 @@ class Reader:
                 else:
                     self.angle_scale = table[v]
             else:
-                what = f"unknown {key} unit {quote(v)}{did_you_mean(v, table)}" if isinstance(v, str) \
+                what = f"unknown {key} unit {quote(v)}{self.suggest(v, table)}" if isinstance(v, str) \
                     else f"expected a {key} unit, got {_describe(v)}"
                 self.error(line, f"units.{key}", f"{what}; use one of {', '.join(table)}")
 

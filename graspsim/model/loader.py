@@ -14,7 +14,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import spatial
-from ..errors import ModelError, did_you_mean, quote
+from ..errors import ModelError, quote
 from ..geometry import PRIMITIVES, Shape, load_mesh_shape, make_primitive
 from . import bounds as B
 from .description import (DOF, FIXED, PRISMATIC, REVOLUTE, BodyInstance, Inertial, Joint, Link, Object,
@@ -326,7 +326,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
             ln = r.string(jm, key, f, required=True)
             if ln is not None and ln not in link_index:
                 r.error(jm.line_of(key), f"{f}.{key}",
-                        f"no link named '{ln}'{did_you_mean(ln, link_index)}")
+                        f"no link named '{ln}'{r.suggest(ln, link_index)}")
                 ln = None
             ends.append(ln)
         if "origin" in jm and "dh" in jm:
@@ -398,7 +398,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
         if "base" in top:
             base_name = r.string(top, "base", "base")
             if base_name is not None and base_name not in link_index:
-                r.error(top.line_of("base"), "base", f"no link named '{base_name}'{did_you_mean(base_name, link_index)}")
+                r.error(top.line_of("base"), "base", f"no link named '{base_name}'{r.suggest(base_name, link_index)}")
                 base_name = None
         if not roots:
             r.error(top.line_of("joints") if "joints" in top else top.line, "joints",
@@ -468,7 +468,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
             if jn is None:
                 continue
             if jn not in jnames:
-                r.error(eline, ef, f"unknown joint {quote(jn)}{did_you_mean(jn, jnames)}")
+                r.error(eline, ef, f"unknown joint {quote(jn)}{r.suggest(jn, jnames)}")
                 continue
             jk = raw_joints[jnames[jn]] if jnames[jn] < len(raw_joints) else None
             if jk is None:
@@ -553,7 +553,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
     # palm, approach, collisions, eigengrasps
     palm = r.string(top, "palm", "palm", default=base_name)
     if palm not in link_index:
-        r.error(top.line_of("palm"), "palm", f"no link named '{palm}'{did_you_mean(str(palm), link_index)}")
+        r.error(top.line_of("palm"), "palm", f"no link named '{palm}'{r.suggest(str(palm), link_index)}")
         palm = base_name
     approach = r.vector(top, "approach", "approach", 3, nonzero=True, default=(0.0, 0.0, 1.0), bounds=B.DIRECTION)
     approach = approach / np.linalg.norm(approach)
@@ -570,7 +570,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
                 continue
             bad = [x for x in p if x not in link_index]
             for x in bad:
-                r.error(ps.line_of(i), f, f"no link named '{x}'{did_you_mean(x, link_index)}")
+                r.error(ps.line_of(i), f, f"no link named '{x}'{r.suggest(x, link_index)}")
             if not bad:
                 pairs.add(frozenset((link_index[p[0]], link_index[p[1]])))
     nd = len(dofs)
@@ -777,7 +777,7 @@ def load_world(path: str | Path, *, _data=None) -> World:
             for dn in (dm or {}):
                 if dn not in robot.dof_index:
                     r.error(dm.line_of(dn), f"{f}.dofs.{dn}", f"robot '{rname}' has no DOF '{dn}'"
-                            f"{did_you_mean(str(dn), robot.dof_index)}")
+                            f"{r.suggest(str(dn), robot.dof_index)}")
                     continue
                 k = robot.dof_index[dn]
                 unit = "angle" if robot.joints[robot.dofs[k].joints[0]].kind == REVOLUTE else "length"
@@ -804,7 +804,7 @@ def load_world(path: str | Path, *, _data=None) -> World:
         if pn is None:
             continue
         if pn not in rnames:
-            r.error(mm.line_of("robot"), f"{f}.mount.robot", f"no robot named '{pn}' in this world{did_you_mean(pn, rnames)}")
+            r.error(mm.line_of("robot"), f"{f}.mount.robot", f"no robot named '{pn}' in this world{r.suggest(pn, rnames)}")
             continue
         pi = rnames[pn]
         if pi == ri:
@@ -813,7 +813,7 @@ def load_world(path: str | Path, *, _data=None) -> World:
         parent = robots[pi].robot
         ln = r.string(mm, "link", f"{f}.mount", default=parent.links[_last_link(parent)].name)
         if ln not in parent.link_index:
-            r.error(mm.line_of("link"), f"{f}.mount.link", f"robot '{pn}' has no link '{ln}'{did_you_mean(str(ln), parent.link_index)}")
+            r.error(mm.line_of("link"), f"{f}.mount.link", f"robot '{pn}' has no link '{ln}'{r.suggest(str(ln), parent.link_index)}")
             continue
         X = r.pose(mm, "origin", f"{f}.mount")
         old = robots[ri]
@@ -879,11 +879,15 @@ def load_world(path: str | Path, *, _data=None) -> World:
             lines[oname] = (f, om.line)
             material_uses.append((f"{f}.material", om.line_of("material") if "material" in om else om.line, obj.material))
             bodies.append(BodyInstance(oname, obj, _ro(r.pose(om, "pose", f)), dynamic))
+    nbodies = len(bodies) + sum(len(ri.robot.links) for ri in robots)
+    if nbodies > B.MAX_WORLD_BODIES:
+        r.error(top.line, "", f"more than {B.MAX_WORLD_BODIES} bodies (robot links, objects and obstacles: {nbodies})")
+        r.raise_if_errors()
     unknown = set()
     for where, line, m in material_uses:
         if m not in materials.materials:
             unknown.add(m)
-            r.error(line, where, f"material {quote(m)} has no friction entries{did_you_mean(m, materials.materials)}; "
+            r.error(line, where, f"material {quote(m)} has no friction entries{r.suggest(m, materials.materials)}; "
                     f"known: {', '.join(materials.materials)} (add pairs under 'materials.friction')")
     disabled = set()
     if "disable_collisions" in top:
@@ -897,7 +901,7 @@ def load_world(path: str | Path, *, _data=None) -> World:
             missing = [x for x in p if x not in known]
             for x in missing:
                 r.error(seq.line_of(i), f"disable_collisions[{i}]", f"no robot, link ('robot/link') or body named "
-                        f"{quote(x)}{did_you_mean(x, known)}")
+                        f"{quote(x)}{r.suggest(x, known)}")
             if not missing:
                 disabled.add(frozenset(p))
     if sub_errors:
