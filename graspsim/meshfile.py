@@ -17,9 +17,10 @@ from .errors import ModelError
 from .model.yamlio import read_regular_file
 
 #: largest mesh file read (bytes)
-MAX_MESH_BYTES = 64 << 20
-#: most triangles (after splitting polygons) and vertices in one mesh
-MAX_TRIANGLES = 1_000_000
+MAX_MESH_BYTES = 16 << 20
+#: most triangles (after splitting polygons) and vertices in one mesh: reading, merging and checking
+#: 200,000 triangles takes about 1 s (the contact kernels want far fewer)
+MAX_TRIANGLES = 200_000
 MAX_VERTICES = 3 * MAX_TRIANGLES
 READERS = (".stl", ".obj", ".ply", ".off")
 

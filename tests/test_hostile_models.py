@@ -180,6 +180,9 @@ CASES = {
     "stl_claims_billion": (lambda t: (_w(t, "m.stl", b"\0" * 80 + (10 ** 9).to_bytes(4, "little") + b"\0" * 50),
                                       _w(t, "o.yaml", OBJ.replace("{box: [0.1, 0.1, 0.1]}", "{mesh: m.stl}")))[1],
                            ["shape.mesh", "neither a binary STL"]),
+    "stl_200001_triangles": (lambda t: (_w(t, "m.stl", b"\0" * 80 + (200_001).to_bytes(4, "little") + b"\0" * 50 * 200_001),
+                                        _w(t, "o.yaml", OBJ.replace("{box: [0.1, 0.1, 0.1]}", "{mesh: m.stl}")))[1],
+                             ["shape.mesh", "more than 200000 triangles"]),
     "obj_bad_index": (lambda t: (_w(t, "m.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 99\n"),
                                  _w(t, "o.yaml", OBJ.replace("{box: [0.1, 0.1, 0.1]}", "{mesh: m.obj}")))[1],
                       ["shape.mesh", "vertex that does not exist"]),
@@ -290,6 +293,28 @@ def test_cli_interpenetrating_world(tmp_path):
     ok = subprocess.run([sys.executable, "-m", "graspsim.cli", "validate", "--no-collisions", str(f)],
                         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert ok.returncode == 0 and "ok:" in ok.stdout
+
+
+def test_mesh_triangles_of_one_model_are_bounded(tmp_path, monkeypatch):
+    """Distinct meshes of one load count towards bounds.MAX_MODEL_TRIANGLES (lowered here so the
+    shipped meshes exceed it); a mesh used twice counts once; a later load starts afresh."""
+    from graspsim.model import bounds
+
+    monkeypatch.setattr(bounds, "MAX_MODEL_TRIANGLES", 600)
+    m = ROOT / "objects" / "meshes"
+    links = "".join(f"  - {{name: l{i}, shape: {{mesh: {m / f}}}, mass: 1}}\n"
+                    for i, f in enumerate(["cube.stl", "cube.stl", "can.ply", "cube.stl", "sphere.obj", "mug.obj"]))
+    joints = "".join(f"  - {{name: j{i}, type: fixed, parent: l0, child: l{i}}}\n" for i in range(1, 6))
+    f = _w(tmp_path, "r.yaml", "robot: r\nlinks:\n" + links + "joints:\n" + joints)
+    with pytest.raises(ModelError) as info:
+        load_any(f)
+    errs = [str(e) for e in getattr(info.value, "errors", [info.value])]
+    # cube 12 + can 192 triangles fit; the sphere (1280) crosses 600; the mug is then not read
+    assert errs == [f"{f}:7: links[4].shape.mesh: the meshes of this model hold more than 600 triangles in all",
+                    f"{f}:8: links[5].shape.mesh: not read: the meshes of this model already hold more than 600 "
+                    "triangles"]
+    g = _w(tmp_path, "o.yaml", f"object: o\nshape: {{mesh: {m / 'can.ply'}}}\nmass: 1\n")
+    assert load_any(g).name == "o"
 
 
 def test_crowded_world_is_refused_quickly(tmp_path):

@@ -256,10 +256,11 @@ def test_bounds_are_documented_in_the_readme():
                  "RATIO", "SCALE"):
         assert B.describe(getattr(B, name)) in readme, name
     from graspsim.meshfile import MAX_MESH_BYTES, MAX_TRIANGLES
+    from graspsim.model.bounds import MAX_MODEL_TRIANGLES
     from graspsim.model.yamlio import MAX_DEPTH, MAX_MODEL_BYTES, MAX_NODES
 
     for v in (f"{MAX_MODEL_BYTES >> 20} MiB", f"{MAX_MESH_BYTES >> 20} MiB", f"{MAX_TRIANGLES:,}", f"{MAX_NODES:,}",
-              f"{MAX_DEPTH} levels"):
+              f"{MAX_DEPTH} levels", f"{MAX_MODEL_TRIANGLES:,}"):
         assert v in readme, v
 
 

@@ -49,6 +49,9 @@ MAX_ROBOTS = 64
 MAX_BODIES = 500
 MAX_WORLD_BODIES = 1000
 MAX_LINKS = 256
+#: most triangles in all the distinct meshes one load reads (a robot, an object, or a world with all
+#: it names); one mesh may hold up to graspsim.meshfile.MAX_TRIANGLES
+MAX_MODEL_TRIANGLES = 300_000
 #: longest name (robot, link, joint, DOF, body, material) and file name, in characters
 MAX_NAME = 200
 MAX_PATH = 4096

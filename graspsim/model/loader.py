@@ -6,6 +6,8 @@ Paths inside a model (meshes, robot and object files) resolve relative to the fi
 """
 from __future__ import annotations
 
+import contextvars
+import functools
 import math
 import os
 from pathlib import Path
@@ -32,6 +34,24 @@ def _ro(a) -> np.ndarray:
     return a
 
 
+#: distinct meshes read by the current top-level load and their triangles (see bounds.MAX_MODEL_TRIANGLES)
+_MESHES: contextvars.ContextVar = contextvars.ContextVar("graspsim_mesh_budget", default=None)
+
+
+def _one_load(fn):
+    """Run ``fn`` as (part of) one top-level load: nested loads share its mesh budget."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _MESHES.get() is not None:
+            return fn(*args, **kwargs)
+        token = _MESHES.set({"seen": set(), "triangles": 0})
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _MESHES.reset(token)
+    return wrapper
+
+
 def _kind_of(path: Path, data) -> str:
     if isinstance(data, YMap):
         for k in ("robot", "object", "world"):
@@ -40,6 +60,7 @@ def _kind_of(path: Path, data) -> str:
     return ""
 
 
+@_one_load
 def load_any(path: str | Path):
     """Load a robot, object or world file, whichever it is (by its top-level key)."""
     path = Path(path)
@@ -118,11 +139,23 @@ def _read_shape(r: Reader, m: YMap, key: str, field: str, base: Path) -> Shape |
         if name is None:
             return None
         p = (base / name)
+        budget = _MESHES.get() or {"seen": set(), "triangles": 0}
+        if budget["triangles"] > B.MAX_MODEL_TRIANGLES:
+            r.error(line, f"{f}.mesh", f"not read: the meshes of this model already hold more than "
+                    f"{B.MAX_MODEL_TRIANGLES:,} triangles")
+            return None
         try:
             shape = load_mesh_shape(p, scale=scale, X_LS=X)
         except ModelError as e:
             r.error(line, f"{f}.mesh", e.problem + (f" ({e.file})" if e.file else ""))
             return None
+        if id(shape.faces) not in budget["seen"]:       # the same file and scale share arrays (cached)
+            budget["seen"].add(id(shape.faces))
+            budget["triangles"] += len(shape.faces)
+            if budget["triangles"] > B.MAX_MODEL_TRIANGLES:
+                r.error(line, f"{f}.mesh", f"the meshes of this model hold more than {B.MAX_MODEL_TRIANGLES:,} "
+                        "triangles in all")
+                return None
         ext = float(np.ptp(shape.vertices, axis=0).max())
         lo, hi = B.SIZE[0], B.SIZE[1]
         if not lo <= ext <= hi:
@@ -271,6 +304,7 @@ JOINT_KEYS = ["name", "type", "parent", "child", "origin", "dh", "axis", "limits
 DOF_KEYS = ["name", "joints", "kind", "breakaway_torque", "kp", "kd", "effort", "velocity", "limits", "default"]
 
 
+@_one_load
 def load_robot(path: str | Path, *, _data=None) -> Robot:
     """Load and validate a robot YAML file into a :class:`~graspsim.model.description.Robot`."""
     path = Path(path)
@@ -620,6 +654,7 @@ def _object_from_map(r: Reader, m: YMap, field: str, base: Path, name: str, file
         if shape is not None else None
 
 
+@_one_load
 def load_object(path: str | Path, *, _data=None, need_mass: bool = True) -> Object:
     """Load and validate an object YAML file (a shape with mass and material)."""
     path = Path(path)
@@ -675,6 +710,7 @@ def _load_cached(cache: dict, loader, p: Path, **kw):
     return v
 
 
+@_one_load
 def load_world(path: str | Path, *, _data=None) -> World:
     """Load and validate a world YAML file with the robots and objects it names."""
     path = Path(path)
