@@ -117,6 +117,25 @@ def run(files: list[Path], timeout: float) -> tuple[Counter, list]:
     return stats, bad
 
 
+def slowest(files: list[Path], n: int = 5) -> list[tuple[float, Path]]:
+    """In-process time of what ``validate`` does per file (load, and a world's start check)."""
+    from graspsim import ModelError
+    from graspsim.model.checks import start_problems
+    from graspsim.model.loader import load_any
+
+    times = []
+    for f in files:
+        t0 = time.perf_counter()
+        try:
+            m = load_any(f)
+            if type(m).__name__ == "World":
+                start_problems(m)
+        except ModelError:
+            pass
+        times.append((time.perf_counter() - t0, f))
+    return sorted(times, reverse=True)[:n]
+
+
 def _clean(stderr: str) -> bool:
     return all(LINE.match(ln) and not CONTROL.search(ln) for ln in stderr.splitlines())
 
@@ -127,6 +146,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per file")
     ap.add_argument("--out", default="/tmp/graspsim_campaign")
+    ap.add_argument("--times", action="store_true", help="also time every file in-process and print the slowest")
     a = ap.parse_args()
     out = Path(a.out)
     shutil.rmtree(out, ignore_errors=True)
@@ -136,6 +156,9 @@ def main() -> int:
     for k in ("ok", "clean error", "traceback", "hang", "unclean message"):
         print(f"  {k}: {stats[k]}")
     print(f"  total validate time: {stats['seconds']:.0f} s")
+    if a.times:
+        for dt, f in slowest(files):
+            print(f"  slowest in-process: {dt:.2f} s  {f}")
     for kind, f, err in bad[:20]:
         print(f"--- {kind}: {f}\n{err}")
     return 1 if bad else 0
