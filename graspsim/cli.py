@@ -1,8 +1,10 @@
 """The ``graspsim`` command line.  It sits on the public API only and imports lazily.
 
-``validate`` and ``info`` import only the model loader (numpy and PyYAML); the other sub-commands
-live with the part of the package they drive and are imported only when they run (or for the
-full ``--help``), so a missing dependency of one of them fails that command loudly, not the others.
+``validate`` and ``info`` import only the model loader (numpy and PyYAML; ``validate`` of a world
+whose bodies start too close to settle with numpy also loads FCL and the contact kernels, ~1 s);
+the other sub-commands live with the part of the package they drive and are imported only when
+they run (or for the full ``--help``), so a missing dependency of one of them fails that command
+loudly, not the others.
 """
 from __future__ import annotations
 
