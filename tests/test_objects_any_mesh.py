@@ -136,7 +136,8 @@ def test_world_entry_errors_name_the_world_line(tmp_path):
 
 
 def test_mesh_without_triangles_is_a_clear_error():
-    with pytest.raises(graspsim.ModelError, match=r"168\.urdf:\d+: .*mesh has no triangles"):
+    # 168.obj's vertices are all "nan": the mesh reader names that (its triangles are all degenerate)
+    with pytest.raises(graspsim.ModelError, match=r"168\.urdf:\d+: .*vertex coordinate is not a finite number"):
         graspsim.load_object(_urdf("168"))
 
 

@@ -7,6 +7,7 @@ units; frames are named in the field names (``X_PJ`` = pose of J in P).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -181,3 +182,5 @@ class World:
     disabled_pairs: frozenset   # frozenset of frozenset({name_a, name_b}) of collision names
     robot_index: dict = field(repr=False)
     body_index: dict = field(repr=False)
+    #: robot or body name -> (field, line) of its entry in the world file (for checks made after loading)
+    entry_lines: dict = field(default_factory=lambda: MappingProxyType({}), repr=False)

@@ -59,7 +59,7 @@ def hull_shape(shape: Shape) -> Shape:
         raise ModelError("mesh is flat: its convex hull has no volume", file=shape.source)
     faces = np.asarray(h.faces, dtype=np.int64)
     faces.setflags(write=False)
-    return Shape(kind="mesh", size=(), X_LS=shape.X_LS, vertices=_ro(h.vertices), faces=faces,
+    return Shape(kind="mesh", size=(), X_LS=shape.X_LS, mesh=(_ro(h.vertices), faces),
                  source=shape.source, volume=float(h.volume), center_S=_ro(h.center_mass),
                  unit_inertia_S=_ro(h.moment_inertia), watertight=True)
 

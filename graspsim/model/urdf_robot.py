@@ -236,7 +236,7 @@ def hull_shape(s: Shape) -> Shape:
     V, F = np.asarray(h.vertices, float), np.asarray(h.faces, np.int64)
     for a in (V, F):
         a.setflags(write=False)
-    return Shape(kind="mesh", size=(), X_LS=s.X_LS, vertices=V, faces=F, source=s.source, volume=float(h.volume),
+    return Shape(kind="mesh", size=(), X_LS=s.X_LS, mesh=(V, F), source=s.source, volume=float(h.volume),
                  center_S=_ro(h.center_mass), unit_inertia_S=_ro(h.moment_inertia), watertight=True)
 
 
