@@ -155,6 +155,8 @@ def test_deterministic_for_a_seed_and_the_world_state_is_restored():
     (dict(obstacles="maybe"), "obstacles"),
     (dict(closing="fast"), "closing"),
     (dict(grasp=object()), "palm_pose"),
+    (dict(grasp=Grasp(np.eye(4), {"thumb": 0.0})), "no DOF 'thumb'"),
+    (dict(friction=float("nan")), "friction"),
 ])
 def test_bad_input_is_one_clear_value_error(kwargs, words):
     w = _box_world()

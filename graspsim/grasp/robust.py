@@ -122,7 +122,10 @@ def _pre_grasp_state(world, hand: str, grasp: Any):
     X = np.asarray(grasp.palm_pose, dtype=float)
     if X.shape != (4, 4) or not np.all(np.isfinite(X)):
         raise ValueError(f"grasp palm_pose must be a finite 4x4 transform (W, m), got shape {X.shape}")
-    h.set_dofs(dict(grasp.dofs) if isinstance(grasp.dofs, Mapping) else np.asarray(grasp.dofs, float))
+    try:
+        h.set_dofs(dict(grasp.dofs) if isinstance(grasp.dofs, Mapping) else np.asarray(grasp.dofs, float))
+    except KeyError as e:            # an unknown DOF name: a bad grasp, reported as such
+        raise ValueError(f"grasp dofs: {e.args[0]}") from None
     robot = h.description
     X_BP = kinematics.forward_kinematics(robot, h.joint_values)[robot.palm_link]
     X_WB = X @ np.linalg.inv(X_BP)
@@ -176,13 +179,13 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
         raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
     sp = _sigmas(sigma_position, "sigma_position")
     sr = np.radians(_sigmas(sigma_rotation, "sigma_rotation"))
-    if not np.isfinite(friction) or not 0 <= friction < 1:
+    if not isinstance(friction, (int, float, np.number)) or not 0 <= friction < 1:
         raise ValueError(f"friction must be in [0, 1) (a relative spread), got {friction!r}")
     if obstacles not in ("fail", "ignore"):
         raise ValueError(f"obstacles must be 'fail' or 'ignore', got {obstacles!r}")
     if closing not in ("static", "dynamic"):
         raise ValueError(f"closing must be 'static' or 'dynamic', got {closing!r}")
-    if not np.isfinite(timeout) or timeout <= 0:
+    if not isinstance(timeout, (int, float, np.number)) or not 0 < timeout < np.inf:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if gws not in ("L1", "Linf"):
         raise ValueError(f"gws must be 'L1' or 'Linf', got {gws!r}")
@@ -204,8 +207,7 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
         rv = rng.normal(0.0, 1.0, (samples, 3)) * sr
         fs = rng.uniform(1.0 - friction, 1.0 + friction, samples) if friction > 0 else np.ones(samples)
 
-        ti = world.table.index
-        io = ti[object]
+        io = world.table.index[object]
         hand_bodies = set(int(i) for i in world.table.robot_links[world.robots[hand].index])
         model = model_for(world)
         obj_pairs = model.pairs[(model.pairs[:, 0] == io) | (model.pairs[:, 1] == io)]
