@@ -10,7 +10,8 @@ Noise model (all draws from one ``numpy.random.Generator(seed)``, so a seed fixe
 * object pose: the *object* moves, the hand stays (the uncertainty is where the object is).  The
   perturbation acts about the object's centre of mass, in world axes: a translation with each
   component ~ N(0, sigma_position) and a rotation by the rotation vector with each component
-  ~ N(0, sigma_rotation) (every axis equally likely; the angle's root mean square is sigma * sqrt(3)).  Either sigma may also be given per world axis (x, y, z).
+  ~ N(0, sigma_rotation) (every axis equally likely; the angle's root mean square is
+  sigma * sqrt(3)).  Either sigma may also be given per world axis (x, y, z).
 * friction: one factor per sample, uniform in [1 - friction, 1 + friction], scales every
   contact's coefficient (the material pair's coefficient is what is uncertain, and all fingers
   of a grasp share it).
@@ -22,11 +23,12 @@ otherwise the hand closes (:func:`graspsim.control.static_auto_grasp`) and the c
 friction: no contact with the object is kind ``"no contact"``, a grasp without force closure
 ``"not force closure"``.  Failures count as epsilon 0.
 
-The closing is kinematic: the object does not move.  A hand whose one DOF drives several fingers
-(a parallel jaw) stops when the first of them touches, so an object shifted along the closing
-direction is touched from one side only ("not force closure"), where a real gripper would push it
-to the middle.  Such hands are fragile under noise along their closing direction by construction;
-give that axis a zero sigma (per-axis sigmas) to measure the rest.
+The static closing is kinematic: the object does not move.  A hand whose one DOF drives several
+fingers (a parallel jaw) stops when the first of them touches, so an object shifted along the
+closing direction (or tilted) is touched from one side only ("not force closure"), where a real
+gripper would push it to the middle.  ``closing="dynamic"`` simulates that push (about 0.3-1 s
+per sample; it needs the obstacles the object rests on, else the object falls); or give the
+closing axis a zero sigma (per-axis sigmas) to measure the rest.
 
 An object resting on a table interpenetrates it for almost any tilt or downward shift, so with
 ``obstacles="fail"`` (default) such a world fails nearly every sample as ``"obstacle"``;
