@@ -53,10 +53,11 @@ def test_dynamic_grasp_settles_pressing_on_both_sides_of_the_cube(lifted):
     cube = w.bodies["cube"].com_world
     assert np.allclose(np.abs(gc.points[:, 1] - cube[1]), 0.030, atol=2e-4)
     assert np.allclose(np.abs(gc.normals[:, 1]), 1.0, atol=1e-6)
-    # statics of the coupled DOF: its 20 N effort drives both fingers (right = left, ratio 1), so by
-    # virtual work F_left + F_right = 20 N, and the cube's y balance makes them equal: 10 N each
+    # statics of the coupled DOF: its effort (40 N, the side file) drives both fingers (right = left,
+    # ratio 1), so by virtual work F_left + F_right = 40 N, and the cube's y balance makes them
+    # equal: 20 N each, the URDF's effort per finger joint
     e = r.ends["panda_finger_joint1"].effort
-    assert e == 20.0
+    assert e == 40.0
     assert f[LEFT][1] == pytest.approx(-f[RIGHT][1], rel=1e-6)
     assert abs(f[LEFT][1]) == pytest.approx(e / 2, rel=1e-3)
 
@@ -65,10 +66,11 @@ def test_lift_of_5_cm_holds_the_cube(lifted):
     w, r, _, lift, f = lifted
     assert lift.held and not lift.dropped and lift.contacts >= 6
     assert lift.hand_rise == pytest.approx(0.05, abs=1e-9)      # a prescribed base path
-    # Sticking contacts: the tangential load per finger (m g / 2 ~ 1 N up, plus the internal
-    # x-friction pair the rigid-contact solution picks, < 2 N) is well inside mu N = 1.0 x 10 N, so
-    # the object moves with the palm; what remains is the normal gap, which the contacts keep in
-    # (0, threshold] = (0, 0.1 mm].  Measured: slip 1.6e-8 m, rotation 1.1e-6 rad.
+    # Sticking contacts: the tangential load per finger (m g / 2 ~ 1 N up, plus an internal pair of
+    # x frictions, 4.8 N, that the closing locked in: statically indeterminate for rigid contacts) is
+    # well inside mu N = 1.0 x 20 N, so the object moves with the palm; what remains is the normal
+    # gap, which the contacts keep in (0, threshold] = (0, 0.1 mm].  Measured: slip 9.5e-8 m,
+    # rotation 1.4e-5 rad, rise 49.9999 mm.
     threshold = r.sim.threshold
     assert threshold == pytest.approx(1e-4)
     assert lift.slip < threshold and lift.rotation < 1e-3
@@ -116,3 +118,32 @@ def test_force_closure_of_the_final_contacts_three_ways(lifted):
     # the LP does tell the two apart: frictionless opposing faces cannot resist a push along x)
     assert _force_closure_lp(gc.points, gc.normals, 0 * gc.mu, center, scale) is False
     assert grasp.analyze(gc.points, gc.normals, 0 * gc.mu, center=center, torque_scale=scale).force_closure is False
+
+
+def test_pinch_on_the_mug_handle_presses_with_the_effort_but_the_mug_turns_out_of_it():
+    """worlds/panda_hand_mug.yaml under dynamics: the fingers stop on the 12 mm handle 6.1 mm from
+    closed and press with the full effort there (the side file's kp reaches it 5 mm from the
+    reference); lifted 5 cm, the mug (0.3 kg, its centre of mass 67 mm from the pinch: 0.2 N m of
+    gravity torque about the pinch axis, held by torsional friction alone) turns about that axis
+    and slips -- why the cube, not the mug, is the Panda's lift example."""
+    from graspsim import spatial
+
+    w = graspsim.load_world(ROOT / "worlds" / "panda_hand_mug.yaml")
+    r = control.dynamic_auto_grasp(w, "panda_hand", obj="mug")
+    end = r.ends["panda_finger_joint1"]
+    assert r.settled and end.state == "pressing" and end.value == pytest.approx(0.006, abs=3e-4)
+    ri, io = w.description.robot_index["panda_hand"], r.sim.table.index["mug"]
+    f = _by_finger(control.dynamic._snapshot(r.sim, ri, io))
+    assert set(f) == {LEFT, RIGHT}
+    # virtual work of the coupled DOF: the fingers' reactions along their axes (world -y for the
+    # left finger's push on the handle, +y for the right's) add up to the DOF's effort
+    assert -f[LEFT][1] + f[RIGHT][1] == pytest.approx(end.effort, rel=1e-3)
+    palm = int(r.sim.table.robot_links[ri][w.description.robots[ri].robot.palm_link])
+    X0 = r.sim.poses()
+    lift = control.lift_test(r, height=0.05)
+    X1 = r.sim.poses()
+    assert not lift.held and lift.slip > 0.01 and lift.rotation > 0.2       # measured: 32 mm, 0.37 rad
+    rel0, rel1 = np.linalg.inv(X0[palm]) @ X0[io], np.linalg.inv(X1[palm]) @ X1[io]
+    turn = X0[io][:3, :3] @ spatial.rotation_log(rel0[:3, :3].T @ rel1[:3, :3])   # world axes
+    # mostly about the pinch axis (world y; measured: 0.31 of 0.37 rad, the rest about z and x)
+    assert np.argmax(np.abs(turn)) == 1 and abs(turn[1]) > 0.7 * np.linalg.norm(turn)
