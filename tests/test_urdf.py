@@ -280,7 +280,7 @@ def test_pybullet_data_prefix_and_side_file_overrides():
                                                                "panda_rightfinger", "panda_grasptarget"]
     assert robot.links[robot.palm_link].name == "panda_hand" and np.allclose(robot.approach, [0, 0, 1])
     d = robot.dofs[0]
-    assert (d.velocity, d.kp, d.kd, d.effort) == (-0.1, 2000.0, 20.0, 20.0)
+    assert (d.velocity, d.kp, d.kd, d.effort) == (-0.1, 8000.0, 80.0, 40.0)
     assert robot.links[1].material == "rubber" and robot.links[0].material == "plastic"
     assert robot.links[1].shape.source == str(DATA / "franka_panda/meshes/collision/finger.obj")
     assert robot.links[1].visuals[0].mesh == str(DATA / "franka_panda/meshes/visual/finger.obj")
