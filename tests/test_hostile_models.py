@@ -501,3 +501,20 @@ def test_fuzz_mutated_models(fuzz_tree, target, seed, edits, raw):
     else:
         assert model.name and not CONTROL.search(model.name)
     assert time.perf_counter() - t0 < 5.0
+
+
+def test_validate_reports_a_body_wholly_inside_another(tmp_path):
+    """A small ball inside the thick table: no surfaces meet (FCL's collide says apart), yet the
+    simulator refuses the world; validate's FCL screen must not clear it (bounding-box containment)."""
+    from graspsim.model.checks import start_problems
+    from graspsim.model.loader import load_world
+
+    f = _w(tmp_path, "w.yaml", WORLD + "objects:\n  - {name: ball, shape: {sphere: 0.01}, mass: 0.1, "
+           "material: wood, pose: {xyz: [0, 0, -0.05]}}\nobstacles:\n  - {name: table, shape: {box: [1, 1, 0.1]}, "
+           "material: wood, pose: {xyz: [0, 0, -0.05]}}\n")
+    probs = start_problems(load_world(f))
+    assert len(probs) == 1 and "'ball' and 'table' interpenetrate" in str(probs[0])
+    depth = float(str(probs[0]).split("interpenetrate by ")[1].split(" mm")[0])
+    # the depth estimate is the deepest vertex of either body inside the other: the ball's equator,
+    # 50 mm from both faces of the 100 mm table
+    assert depth == pytest.approx(50.0, abs=1.0)
