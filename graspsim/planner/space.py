@@ -1,0 +1,159 @@
+"""The planner's search space: the hand's pose about the object and its eigengrasp amplitudes.
+
+A state is a row vector ``x`` (m units per column, see :class:`GraspSpace`):
+
+* ``x[0:3]`` -- a unit vector ``s`` (world frame W): the palm sits on the ray from the object's
+  centre ``c`` along ``s``, and the hand approaches along ``a = -s`` (GraspIt's approach-direction
+  parametrisation: a point on a sphere around the object);
+* ``x[3]`` -- the roll about the approach axis (rad; :func:`graspsim.batch.candidates.approach_frame`);
+* ``x[4]`` -- the stand-off ``r``: distance from ``c`` to the palm origin (m);
+* ``x[5:]`` -- eigengrasp amplitudes ``alpha``: DOFs = clip(origin + E^T alpha, limits)
+  (Ciocarlie & Allen, "Hand posture subspaces for dexterous robotic grasping", IJRR 2009).
+
+Every hand gets eigengrasps: the ones its robot file lists, or else one "close all" vector made
+of each DOF's closing direction (the sign of its auto-grasp velocity), so hands loaded from any
+format (URDF too) can be planned for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..batch.candidates import approach_frame
+from ..model.description import PRISMATIC, REVOLUTE
+
+__all__ = ["Eigengrasps", "eigengrasps", "closing_vector", "GraspSpace", "batch_forward_kinematics"]
+
+
+def closing_vector(robot) -> np.ndarray:
+    """Unit (ndof,) "close all" direction: sign of each DOF's auto-grasp velocity (all ones if none moves)."""
+    v = np.sign(np.array([d.velocity for d in robot.dofs], dtype=float))
+    if not v.any():
+        v = np.ones(len(robot.dofs))
+    return v / np.linalg.norm(v)
+
+
+@dataclass(frozen=True)
+class Eigengrasps:
+    """origin (ndof,), vectors E (k, ndof) unit rows, amplitude bounds (k, 2) keeping the DOFs in limits."""
+
+    origin: np.ndarray
+    vectors: np.ndarray
+    bounds: np.ndarray
+    fallback: bool            # True: the "close all" vector (the robot file lists none)
+
+
+def eigengrasps(robot) -> Eigengrasps:
+    """The robot's eigengrasps (origin, unit vectors, amplitude bounds); ValueError if they do not fit its DOFs."""
+    nd = len(robot.dofs)
+    lim = np.asarray(robot.dof_limits, dtype=float)
+    E = np.asarray(robot.eigengrasps, dtype=float)
+    fallback = E.size == 0
+    if fallback:
+        E = closing_vector(robot)[None, :]
+    if E.ndim != 2 or E.shape[1] != nd:
+        raise ValueError(f"robot '{robot.name}': eigengrasp vectors have {E.shape[-1]} entries but the hand has "
+                         f"{nd} DOFs ({', '.join(robot.dof_names)})")
+    if not np.all(np.isfinite(E)) or np.any(np.linalg.norm(E, axis=1) == 0):
+        raise ValueError(f"robot '{robot.name}': eigengrasp vectors must be finite and non-zero")
+    E = E / np.linalg.norm(E, axis=1, keepdims=True)
+    o = np.clip(np.asarray(robot.eigengrasp_origin, dtype=float).reshape(-1), lim[:, 0], lim[:, 1])
+    if o.shape != (nd,):
+        raise ValueError(f"robot '{robot.name}': eigengrasp origin has {o.size} entries, the hand {nd} DOFs")
+    bounds = np.zeros((len(E), 2))
+    for k, e in enumerate(E):
+        nz = np.abs(e) > 1e-12
+        t1 = (lim[nz, 0] - o[nz]) / e[nz]
+        t2 = (lim[nz, 1] - o[nz]) / e[nz]
+        # the amplitudes over which every DOF this vector moves stays within its limits
+        bounds[k] = (np.max(np.minimum(t1, t2)), np.min(np.maximum(t1, t2)))
+        if not bounds[k, 1] > bounds[k, 0]:
+            raise ValueError(f"robot '{robot.name}': eigengrasp {k} cannot move from its origin within the DOF limits")
+    return Eigengrasps(o, E, bounds, fallback)
+
+
+def _motions(kind: str, axis: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """(B, 4, 4) joint motions for joint values q (B,) (Rodrigues for revolute joints)."""
+    B = len(q)
+    M = np.broadcast_to(np.eye(4), (B, 4, 4)).copy()
+    if kind == REVOLUTE:
+        k = axis / np.linalg.norm(axis)
+        K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+        s, c = np.sin(q)[:, None, None], np.cos(q)[:, None, None]
+        M[:, :3, :3] = np.eye(3) + s * K + (1 - c) * (K @ K)
+    elif kind == PRISMATIC:
+        M[:, :3, 3] = q[:, None] * axis
+    return M
+
+
+def batch_forward_kinematics(robot, dofs: np.ndarray) -> np.ndarray:
+    """Link poses (B, nlinks, 4, 4) in the robot's base frame for DOF values (B, ndof): the same
+    coupling and joint chain as :func:`graspsim.kinematics.forward_kinematics`, vectorised over B."""
+    dofs = np.atleast_2d(dofs)
+    B = len(dofs)
+    X = np.empty((B, len(robot.links), 4, 4))
+    X[:, robot.base_link] = np.eye(4)
+    for j in robot.joints:
+        q = j.ratio * dofs[:, j.dof] + j.offset if j.dof >= 0 else np.zeros(B)
+        X[:, j.child] = X[:, j.parent] @ j.X_PJ @ _motions(j.kind, np.asarray(j.axis, float), q) @ j.X_JC
+    return X
+
+
+class GraspSpace:
+    """The search space of one hand about one object (see the module docstring).
+
+    ``center`` (3,) m, W: the object's bounding-box centre; ``r_range`` (2,) m: palm distance from
+    it.  ``jump`` (n,) is each column's range, the unit of the annealing neighbourhood.
+    """
+
+    def __init__(self, robot, center: np.ndarray, r_range: tuple[float, float]):
+        self.robot = robot
+        self.eig = eigengrasps(robot)
+        self.center = np.asarray(center, dtype=float)
+        self.r_range = (float(r_range[0]), float(r_range[1]))
+        self.k = len(self.eig.vectors)
+        self.n = 5 + self.k
+        self.lo = np.concatenate([[-1, -1, -1, -np.pi, self.r_range[0]], self.eig.bounds[:, 0]])
+        self.hi = np.concatenate([[1, 1, 1, np.pi, self.r_range[1]], self.eig.bounds[:, 1]])
+        self.jump = self.hi - self.lo
+        self.jump[0:3] = 1.0                      # the direction: steps on the unit sphere
+        # the palm's own reference frame about its approach axis (as the batch runner's candidates)
+        self._F_P = approach_frame(np.asarray(robot.approach, float), 0.0)
+
+    def random(self, rng: np.random.Generator, m: int) -> np.ndarray:
+        """(m, n) states uniform in the space (directions uniform on the sphere)."""
+        x = self.lo + rng.random((m, self.n)) * (self.hi - self.lo)
+        s = rng.standard_normal((m, 3))
+        x[:, 0:3] = s / np.linalg.norm(s, axis=1, keepdims=True)
+        return x
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """States with the direction renormalised, the roll wrapped and the rest clipped to the bounds."""
+        x = np.array(x, dtype=float)
+        x[:, 0:3] /= np.maximum(np.linalg.norm(x[:, 0:3], axis=1, keepdims=True), 1e-12)
+        x[:, 3] = (x[:, 3] + np.pi) % (2 * np.pi) - np.pi
+        x[:, 4:] = np.clip(x[:, 4:], self.lo[4:], self.hi[4:])
+        return x
+
+    def dofs(self, x: np.ndarray) -> np.ndarray:
+        """DOF values (B, ndof), rad or m: origin + E^T alpha, clipped to the limits."""
+        lim = self.robot.dof_limits
+        return np.clip(self.eig.origin + x[:, 5:] @ self.eig.vectors, lim[:, 0], lim[:, 1])
+
+    def palm_poses(self, x: np.ndarray) -> np.ndarray:
+        """Palm poses (B, 4, 4) in W: on the ray c + r s, approach axis along -s, rolled about it."""
+        B = len(x)
+        X = np.broadcast_to(np.eye(4), (B, 4, 4)).copy()
+        for b in range(B):
+            X[b, :3, :3] = approach_frame(-x[b, 0:3], x[b, 3]) @ self._F_P.T
+        X[:, :3, 3] = self.center + x[:, 4:5] * x[:, 0:3]
+        return X
+
+    def link_poses(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(link poses (B, nl, 4, 4) in W, base poses (B, 4, 4) in W, DOFs (B, ndof)) of states x."""
+        q = self.dofs(x)
+        L = batch_forward_kinematics(self.robot, q)
+        X_WP = self.palm_poses(x)
+        X_WB = X_WP @ np.linalg.inv(L[:, self.robot.palm_link])
+        return X_WB[:, None] @ L, X_WB, q
