@@ -150,6 +150,40 @@ class Problem:
                 e[b] = -g.quality.epsilon if g.quality.force_closure else 0.0
         return e
 
+    def close_centred(self, X_WB: np.ndarray, q: np.ndarray, energy: float = float("nan"),
+                      rounds: int = 2) -> PlannedGrasp:
+        """:meth:`close`, then, while the grasp is not force closure, centre the hand: shift the base
+        by half the gap of the finger link farthest from the object (FCL closest points) and close
+        again from the same preshape, keeping the shift only if the hand is collision-free there.
+
+        A static auto-grasp stops a DOF at the first link it drives that touches: a parallel jaw
+        off the object's centre by more than the contact threshold touches with one finger only.
+        """
+        g = self.close(X_WB, q, energy)
+        fingers = sorted({int(li) for li in self.vc.link if li != self.h.description.palm_link})
+        oi = self.world.table.index[self.obj]
+        for _ in range(rounds):
+            if g.quality.force_closure:
+                break
+            P = self.P0.copy()
+            P[self.rows] = _link_poses(self.h.description, g)
+            gaps = [self.model.distance(int(self.rows[li]), oi, P) for li in fingers]
+            k = int(np.argmax([d for d, _, _ in gaps]))
+            d, p_link, p_obj = gaps[k]
+            if not d > self.model.threshold:
+                break
+            X = X_WB.copy()
+            X[:3, 3] += 0.5 * (np.asarray(p_obj) - np.asarray(p_link))
+            L = _link_poses_q(self.h.description, X, q)
+            if self.collides(L):
+                break
+            g2 = self.close(X, q, energy)
+            if g2.quality.force_closure or g2.contacts > g.contacts:
+                g, X_WB = g2, X
+            else:
+                break
+        return g
+
     def close(self, X_WB: np.ndarray, q: np.ndarray, energy: float = float("nan")) -> PlannedGrasp:
         """Static auto-grasp from base pose X_WB and DOFs q; the world is restored afterwards."""
         from ..control import static_auto_grasp
@@ -172,6 +206,18 @@ class Problem:
         finally:
             w.restore_state(self.initial)
         return out
+
+
+def _link_poses(robot, g: PlannedGrasp) -> np.ndarray:
+    from .. import kinematics
+
+    return kinematics.forward_kinematics(robot, g.joint_values, g.base_pose)
+
+
+def _link_poses_q(robot, X_WB: np.ndarray, q: np.ndarray) -> np.ndarray:
+    from .. import kinematics
+
+    return kinematics.forward_kinematics(robot, kinematics.joint_values(robot, q), X_WB)
 
 
 def _rotation_angle(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
@@ -240,7 +286,18 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
                          f"{slog.evaluations} states tried interpenetrated the object or an obstacle")
     idx = distinct_states(prob, x, e, candidates or 3 * n)
     L, X_WB, q = prob.space.link_poses(x[idx])
-    grasps = [prob.close(X_WB[k], q[k], float(e[i])) for k, i in enumerate(idx)]
+    grasps = [prob.close_centred(X_WB[k], q[k], float(e[i])) for k, i in enumerate(idx)]
     world.restore_state(prob.initial)
     grasps.sort(key=lambda g: (not g.quality.force_closure, -g.quality.epsilon, g.energy))
-    return grasps[:n]
+    # centring moved some palms: keep the grasps still distinct from every better one
+    out: list[PlannedGrasp] = []
+    for g in grasps:
+        if all(not _same_pose(g.palm_pose, o.palm_pose) for o in out):
+            out.append(g)
+    return out[:n]
+
+
+def _same_pose(A: np.ndarray, B: np.ndarray) -> bool:
+    """Palm poses closer than DISTINCT_DISTANCE and DISTINCT_ANGLE (not distinct)."""
+    return bool(np.linalg.norm(A[:3, 3] - B[:3, 3]) < DISTINCT_DISTANCE
+                and _rotation_angle(A[:3, :3], B[None, :3, :3])[0] < DISTINCT_ANGLE)

@@ -1,0 +1,136 @@
+"""The grasp planner (graspsim.planner): eigengrasps, search space, annealing, planned grasps."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graspsim
+from graspsim import kinematics
+from graspsim.grasp.objects import evaluate_grasp
+from graspsim.planner import eigengrasps, plan_grasps
+from graspsim.planner.annealing import anneal, random_search
+from graspsim.planner.api import DISTINCT_ANGLE, DISTINCT_DISTANCE, Problem
+from graspsim.planner.space import batch_forward_kinematics, closing_vector
+
+ROOT = Path(__file__).resolve().parents[1]
+BARRETT = (ROOT / "worlds/barrett_mug.yaml", "barrett", "mug")
+JAW = (ROOT / "worlds/parallel_jaw_box.yaml", "gripper", "box")
+
+
+def _load(spec):
+    return graspsim.load_world(str(spec[0]))
+
+
+def test_eigengrasps_from_files_and_bounds():
+    b = _load(BARRETT).robots["barrett"].description
+    e = eigengrasps(b)
+    # barrett.yaml: close [0 1 1 1]/sqrt(3) and spread [1 0 0 0] from the origin 0
+    assert np.allclose(e.vectors, [[0, 1 / math.sqrt(3)] + [1 / math.sqrt(3)] * 2, [1, 0, 0, 0]])
+    assert not e.fallback
+    # close: the fingers reach their 144 deg limit at alpha = 144 deg * sqrt(3); spread: 180 deg
+    assert np.allclose(e.bounds, [[0, math.radians(144) * math.sqrt(3)], [0, math.pi]], atol=1e-12)
+    j = eigengrasps(_load(JAW).robots["gripper"].description)
+    # parallel_jaw.yaml: [-1] (close) from the 60 mm default opening, limits [0, 70] mm
+    assert np.allclose(j.vectors, [[-1.0]]) and np.allclose(j.bounds, [[-0.01, 0.06]], atol=1e-12)
+
+
+def test_close_all_fallback_and_mismatch():
+    b = _load(BARRETT).robots["barrett"].description
+    bare = dataclasses.replace(b, eigengrasps=np.zeros((0, 4)))
+    e = eigengrasps(bare)
+    # auto-grasp velocities: spread 0, f1..f3 +60 deg/s -> [0 1 1 1]/sqrt(3)
+    assert e.fallback and np.allclose(e.vectors, [[0] + [1 / math.sqrt(3)] * 3])
+    assert np.allclose(closing_vector(_load(JAW).robots["gripper"].description), [-1.0])
+    with pytest.raises(ValueError, match="eigengrasp vectors have 3 entries but the hand has 4 DOFs"):
+        eigengrasps(dataclasses.replace(b, eigengrasps=np.ones((1, 3))))
+
+
+def test_batch_forward_kinematics_matches_kinematics():
+    r = _load(BARRETT).robots["barrett"].description
+    q = np.random.default_rng(3).uniform(r.dof_limits[:, 0], r.dof_limits[:, 1], (5, 4))
+    L = batch_forward_kinematics(r, q)
+    for b in range(5):
+        assert np.allclose(L[b], kinematics.forward_kinematics(r, kinematics.joint_values(r, q[b])), atol=1e-12)
+
+
+def test_palm_pose_follows_the_parametrisation():
+    w = _load(BARRETT)
+    p = Problem(w, "barrett", "mug")
+    x = p.space.random(np.random.default_rng(1), 8)
+    L, X_WB, q = p.space.link_poses(x)
+    palm = L[:, w.robots["barrett"].description.palm_link]
+    # the palm sits at c + r s and its approach axis (+z of the Barrett palm) points along -s
+    assert np.allclose(palm[:, :3, 3], p.space.center + x[:, 4:5] * x[:, 0:3], atol=1e-12)
+    assert np.allclose(palm[:, :3, 2], -x[:, 0:3], atol=1e-12)
+    assert np.allclose(q, np.clip(p.space.eig.origin + x[:, 5:] @ p.space.eig.vectors,
+                                  *w.robots["barrett"].dof_limits.T))
+
+
+def _check_grasps(spec, grasps, min_fc=5):
+    fc = [g for g in grasps if g.quality.force_closure]
+    assert len(fc) >= min_fc
+    for i, a in enumerate(grasps):          # pairwise distinct palm poses
+        for b in grasps[:i]:
+            d = np.linalg.norm(a.palm_pose[:3, 3] - b.palm_pose[:3, 3])
+            c = (np.trace(a.palm_pose[:3, :3].T @ b.palm_pose[:3, :3]) - 1) / 2
+            assert d >= DISTINCT_DISTANCE or math.acos(min(1.0, max(-1.0, c))) >= DISTINCT_ANGLE
+    for g in grasps:                        # re-applied to a fresh world: same verdict and epsilon
+        w = _load(spec)
+        g.apply(w, spec[1])
+        assert np.allclose(w.robots[spec[1]].palm_pose, g.palm_pose, atol=1e-12)
+        assert graspsim.collision.check_interpenetration(w, raise_error=False) == []
+        q, _ = evaluate_grasp(w, spec[1], spec[2])
+        assert bool(q.force_closure) == g.quality.force_closure
+        assert abs(q.epsilon - g.quality.epsilon) <= 1e-9
+
+
+def test_barrett_mug_finds_distinct_force_closure_grasps():
+    w = _load(BARRETT)
+    before = w.save_state()
+    grasps = plan_grasps(w, "barrett", "mug", n=8, iterations=300, seed=0)
+    assert np.allclose(w.robots["barrett"].base_pose, before.base_poses[0])   # world left as it was
+    _check_grasps(BARRETT, grasps)
+    assert grasps[0].quality.epsilon > 0.05
+
+
+def test_parallel_jaw_box_finds_distinct_force_closure_grasps():
+    grasps = plan_grasps(_load(JAW), "gripper", "box", n=8, iterations=1000, seed=0)
+    _check_grasps(JAW, grasps)
+
+
+def test_same_seed_same_grasps_other_seed_other_grasps():
+    def run(seed):
+        return plan_grasps(_load(JAW), "gripper", "box", n=3, iterations=150, seed=seed)
+    a, b, c = run(4), run(4), run(5)
+    assert len(a) == len(b) == 3
+    for g, h in zip(a, b):
+        assert np.array_equal(g.palm_pose, h.palm_pose) and g.dofs == h.dofs and g.energy == h.energy
+    assert not np.allclose(a[0].palm_pose, c[0].palm_pose, atol=1e-3)
+
+
+def test_annealing_beats_random_sampling():
+    p = Problem(_load(JAW), "gripper", "box")
+    sa, rs = [], []
+    for seed in range(10):
+        log = anneal(p.space, p.evaluate, seed=seed, restarts=2, iterations=300)
+        sa.append(float(np.min(log.final_energy)))
+        rs.append(random_search(p.space, p.evaluate, seed=seed, evaluations=log.evaluations).best_energy)
+    assert np.median(sa) < np.median(rs)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(hand="nope"), "no robot 'nope'"),
+    (dict(object="table"), "no object 'table'; objects: box"),
+    (dict(iterations=0), "iterations must be a finite number > 0"),
+    (dict(seconds=-1.0), "seconds must be a finite number > 0"),
+    (dict(energy="fast"), "energy must be 'contact' or 'quality'"),
+])
+def test_bad_input_is_one_clear_error(kw, msg):
+    args = dict(hand="gripper", object="box", iterations=10)
+    args.update(kw)
+    with pytest.raises(ValueError, match=msg):
+        plan_grasps(_load(JAW), args.pop("hand"), args.pop("object"), **args)
