@@ -64,6 +64,11 @@ def _extra_commands():
     except ImportError:
         pass
     try:
+        from .planner.cli import register as reg_plan
+        out.append(reg_plan)
+    except ImportError:
+        pass
+    try:
         from .gui.cli import register as reg_gui
         out.append(reg_gui)
     except ImportError:

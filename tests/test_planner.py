@@ -134,3 +134,40 @@ def test_bad_input_is_one_clear_error(kw, msg):
     args.update(kw)
     with pytest.raises(ValueError, match=msg):
         plan_grasps(_load(JAW), args.pop("hand"), args.pop("object"), **args)
+
+
+def test_cli_plan_json_and_world_file(tmp_path, capsys):
+    import json
+
+    from graspsim.cli import main
+
+    out, wf = tmp_path / "g.json", tmp_path / "best.yaml"
+    assert main(["plan", str(JAW[0]), "--n", "3", "--iterations", "150", "--seed", "2",
+                 "--json", str(out), "--write-world", str(wf)]) == 0
+    d = json.loads(out.read_text())
+    api = plan_grasps(_load(JAW), "gripper", "box", n=3, iterations=150, seed=2)
+    assert len(d["grasps"]) == len(api) == 3
+    for g, a in zip(d["grasps"], api):          # the JSON is the API's result
+        assert np.allclose(g["palm_pose"], a.palm_pose, atol=0)
+        assert g["quality"] == {"force_closure": a.quality.force_closure, "epsilon": a.quality.epsilon,
+                                "volume": a.quality.volume}
+        assert set(g["dofs"]) == {"opening"}
+    # the written world holds the best grasp: its base pose (rpy round trip) and DOFs
+    w = graspsim.load_world(str(wf))
+    h = w.robots["gripper"]
+    assert np.allclose(h.base_pose, api[0].base_pose, atol=1e-9)
+    assert abs(h.dof_values[0] - api[0].dofs["opening"]) < 1e-12
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--hand", "arm"], "error: world 'parallel_jaw_box' has no robot 'arm'; robots: gripper"),
+    (["--object", "table"], "error: world 'parallel_jaw_box' has no object 'table'; objects: box"),
+    (["--seconds", "0"], "error: --seconds 0: must be a number > 0"),
+    (["--iterations", "-2"], "error: --iterations -2: must be a number > 0"),
+])
+def test_cli_bad_input_one_line_exit_2(args, msg, capsys):
+    from graspsim.cli import main
+
+    assert main(["plan", str(JAW[0])] + args) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == msg
