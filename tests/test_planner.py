@@ -11,7 +11,7 @@ import pytest
 import graspsim
 from graspsim import kinematics
 from graspsim.grasp.objects import evaluate_grasp
-from graspsim.planner import eigengrasps, plan_grasps
+from graspsim.planner import eigengrasps, free_hand_world, plan_grasps
 from graspsim.planner.annealing import anneal, random_search
 from graspsim.planner.api import DISTINCT_ANGLE, DISTINCT_DISTANCE, Problem
 from graspsim.planner.space import batch_forward_kinematics, closing_vector
@@ -19,6 +19,7 @@ from graspsim.planner.space import batch_forward_kinematics, closing_vector
 ROOT = Path(__file__).resolve().parents[1]
 BARRETT = (ROOT / "worlds/barrett_mug.yaml", "barrett", "mug")
 JAW = (ROOT / "worlds/parallel_jaw_box.yaml", "gripper", "box")
+HANDSET = (ROOT / "worlds/puma_barrett_handset.yaml", "barrett", "handset")
 
 
 def _load(spec):
@@ -79,7 +80,7 @@ def _check_grasps(spec, grasps, min_fc=5):
             c = (np.trace(a.palm_pose[:3, :3].T @ b.palm_pose[:3, :3]) - 1) / 2
             assert d >= DISTINCT_DISTANCE or math.acos(min(1.0, max(-1.0, c))) >= DISTINCT_ANGLE
     for g in grasps:                        # re-applied to a fresh world: same verdict and epsilon
-        w = _load(spec)
+        w = free_hand_world(_load(spec), spec[1])
         g.apply(w, spec[1])
         assert np.allclose(w.robots[spec[1]].palm_pose, g.palm_pose, atol=1e-12)
         assert graspsim.collision.check_interpenetration(w, raise_error=False) == []
@@ -100,6 +101,17 @@ def test_barrett_mug_finds_distinct_force_closure_grasps():
 def test_parallel_jaw_box_finds_distinct_force_closure_grasps():
     grasps = plan_grasps(_load(JAW), "gripper", "box", n=8, iterations=1000, seed=0)
     _check_grasps(JAW, grasps)
+
+
+def test_handset_barrett_on_the_puma_finds_distinct_force_closure_grasps():
+    w = _load(HANDSET)
+    free = free_hand_world(w, "barrett")
+    # the free hand starts where the arm holds it, with the same DOFs; the arm is left out
+    assert list(free.robots) == ["barrett"]
+    assert np.allclose(free.robots["barrett"].palm_pose, w.robots["barrett"].palm_pose, atol=1e-12)
+    assert np.allclose(free.robots["barrett"].dof_values, w.robots["barrett"].dof_values)
+    grasps = plan_grasps(w, "barrett", "handset", n=8, iterations=1000, seed=0)
+    _check_grasps(HANDSET, grasps)
 
 
 def test_same_seed_same_grasps_other_seed_other_grasps():

@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ from .annealing import SearchLog, anneal
 from .energy import SurfaceSamples, contact_energy, surface_samples, virtual_contacts
 from .space import GraspSpace
 
-__all__ = ["PlannedGrasp", "GraspQualitySummary", "Problem", "plan_grasps", "DISTINCT_DISTANCE", "DISTINCT_ANGLE"]
+__all__ = ["PlannedGrasp", "GraspQualitySummary", "Problem", "plan_grasps", "free_hand_world", "DISTINCT_DISTANCE", "DISTINCT_ANGLE"]
 
 #: two grasps are distinct when their palm positions are this far apart (m) ...
 DISTINCT_DISTANCE = 0.01
@@ -71,6 +72,26 @@ class PlannedGrasp:
                 "energy": float(self.energy), "contacts": int(self.contacts)}
 
 
+def free_hand_world(world, hand: str):
+    """``world`` itself for an unmounted hand; for a hand mounted on an arm, a new World with the
+    hand alone, unmounted at its current base pose (same DOFs, objects and obstacles; the arm left
+    out).  GraspIt's planner too searches the hand's pose; whether the arm reaches it is not checked."""
+    from ..world import World
+
+    if hand not in world.robots:
+        raise ValueError(f"world '{world.name}' has no robot '{hand}'; robots: {', '.join(world.robots) or 'none'}")
+    h = world.robots[hand]
+    if h.instance.mount is None:
+        return world
+    inst = dataclasses.replace(h.instance, mount=None, X_WB=h.base_pose)
+    desc = dataclasses.replace(world.description, robots=(inst,), robot_index={hand: 0})
+    w = World(desc)
+    w.robots[hand].set_dofs(h.dof_values)
+    for name, b in w.bodies.items():
+        b.pose = world.bodies[name].pose
+    return w
+
+
 def _hand_pairs(world, ri: int) -> np.ndarray:
     """(m, 2) body-table pairs of the hand's links against every body that is not a robot link
     (objects and obstacles), minus the world's disabled pairs."""
@@ -104,8 +125,7 @@ class Problem:
         self.world, self.hand, self.obj, self.kind = world, hand, obj, energy
         self.h = h = world.robots[hand]
         if h.instance.mount is not None:
-            raise ValueError(f"robot '{hand}' is mounted on another robot; the planner moves the hand freely "
-                             "and needs an unmounted hand")
+            raise ValueError(f"robot '{hand}' is mounted on another robot; plan in free_hand_world(world, '{hand}')")
         robot = h.description
         self.initial = world.save_state()
         b = world.bodies[obj]
@@ -264,6 +284,9 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
     closed and scored; the best ``n`` are returned, force-closure grasps first by decreasing epsilon.
     ``log``, a list, receives the :class:`~graspsim.planner.annealing.SearchLog`.
 
+    A hand mounted on an arm is planned for alone (see :func:`free_hand_world`): apply its grasps to
+    ``free_hand_world(world, hand)``.
+
     Raises ValueError for an unknown hand or object, a bad budget, or when every state tried
     collided (the hand cannot reach the object).
     """
@@ -272,6 +295,7 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
         raise ValueError(f"n must be a whole number > 0, got {n!r}")
     if seconds is None and iterations is None:
         iterations = 2000
+    world = free_hand_world(world, hand)
     prob = Problem(world, hand, object, energy=energy)
     try:
         slog: SearchLog = anneal(prob.space, prob.evaluate, seed=seed, restarts=restarts,

@@ -31,6 +31,9 @@ def register(sub) -> None:
 def _pick(world, hand, obj) -> tuple[str, str]:
     if hand is None:
         robots = [r.name for r in world.description.robots]
+        mounted = [r.name for r in world.description.robots if r.mount is not None]
+        if len(mounted) == 1:
+            robots = mounted                     # a hand carried by an arm
         if len(robots) != 1:
             raise ValueError(f"world '{world.name}' has {len(robots)} robots ({', '.join(robots) or 'none'}); "
                              "name the hand with --hand")
