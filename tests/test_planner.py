@@ -71,6 +71,19 @@ def test_palm_pose_follows_the_parametrisation():
                                   *w.robots["barrett"].dof_limits.T))
 
 
+def test_approach_frames_match_the_batch_candidates():
+    from graspsim.batch.candidates import approach_frame
+    from graspsim.planner.space import approach_frames
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((20, 3))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    roll = rng.uniform(-math.pi, math.pi, 20)
+    F = approach_frames(a, roll)
+    for k in range(20):
+        assert np.allclose(F[k], approach_frame(a[k], roll[k]), atol=1e-12)
+
+
 def _check_grasps(spec, grasps, min_fc=5):
     fc = [g for g in grasps if g.quality.force_closure]
     assert len(fc) >= min_fc
@@ -99,7 +112,7 @@ def test_barrett_mug_finds_distinct_force_closure_grasps():
 
 
 def test_parallel_jaw_box_finds_distinct_force_closure_grasps():
-    grasps = plan_grasps(_load(JAW), "gripper", "box", n=8, iterations=1000, seed=0)
+    grasps = plan_grasps(_load(JAW), "gripper", "box", n=8, iterations=500, restarts=8, seed=0)
     _check_grasps(JAW, grasps)
 
 
@@ -110,7 +123,7 @@ def test_handset_barrett_on_the_puma_finds_distinct_force_closure_grasps():
     assert list(free.robots) == ["barrett"]
     assert np.allclose(free.robots["barrett"].palm_pose, w.robots["barrett"].palm_pose, atol=1e-12)
     assert np.allclose(free.robots["barrett"].dof_values, w.robots["barrett"].dof_values)
-    grasps = plan_grasps(w, "barrett", "handset", n=8, iterations=1000, seed=0)
+    grasps = plan_grasps(w, "barrett", "handset", n=8, iterations=500, restarts=8, seed=0)
     _check_grasps(HANDSET, grasps)
 
 
@@ -128,9 +141,14 @@ def test_annealing_beats_random_sampling():
     p = Problem(_load(JAW), "gripper", "box")
     sa, rs = [], []
     for seed in range(10):
-        log = anneal(p.space, p.evaluate, seed=seed, restarts=2, iterations=300)
+        log = anneal(p.space, p.evaluate, seed=seed, restarts=2, iterations=150, screen=p.screen)
         sa.append(float(np.min(log.final_energy)))
-        rs.append(random_search(p.space, p.evaluate, seed=seed, evaluations=log.evaluations).best_energy)
+        # the same number of energy evaluations, uniform in the same space, the best kept
+        r = random_search(p.space, p.evaluate, seed=seed, evaluations=log.evaluations, screen=p.screen)
+        assert r.evaluations == log.evaluations
+        rs.append(r.best_energy)
+    assert np.all(np.isfinite(sa))
+    # measured: median 3.03 (annealing) against 3.66 (random sampling)
     assert np.median(sa) < np.median(rs)
 
 

@@ -45,7 +45,8 @@ class SearchLog:
 
     states: list = field(default_factory=list)       # arrays (m, n)
     energies: list = field(default_factory=list)     # arrays (m,)
-    evaluations: int = 0
+    evaluations: int = 0         # states whose energy was computed
+    checked: int = 0             # states also tested for collisions (FCL)
     iterations: int = 0
     final_energy: np.ndarray | None = None            # (restarts,) energy each chain ended at
     best_energy: float = np.inf
@@ -54,6 +55,7 @@ class SearchLog:
     def add(self, x: np.ndarray, e: np.ndarray) -> None:
         ok = np.isfinite(e)
         self.evaluations += len(e)
+        self.checked += len(e)
         if ok.any():
             self.states.append(x[ok])
             self.energies.append(e[ok])
@@ -87,10 +89,13 @@ def _start(space, evaluate, rng, restarts: int, log: SearchLog, max_tries: int =
 
 
 def anneal(space, evaluate, *, seed: int = 0, restarts: int = 4, iterations: int | None = None,
-           seconds: float | None = None, schedule: Schedule = Schedule()) -> SearchLog:
+           seconds: float | None = None, schedule: Schedule = Schedule(), screen=None) -> SearchLog:
     """Run ``restarts`` annealing chains for ``iterations`` steps each and/or ``seconds`` of wall time.
 
-    ``evaluate(x (B, n)) -> energies (B,)`` (+inf: rejected).  Returns the :class:`SearchLog`.
+    ``evaluate(x (B, n)) -> energies (B,)`` (+inf: rejected).  ``screen(x) -> energies``, if given,
+    is the energy without the rejection test, equal to ``evaluate`` wherever that is finite: the
+    acceptance is decided on it and only the states it would accept are passed to ``evaluate``
+    (a state that would not be accepted needs no collision test).  Returns the :class:`SearchLog`.
     """
     if iterations is None and seconds is None:
         raise ValueError("give iterations or seconds (the search budget)")
@@ -110,8 +115,18 @@ def anneal(space, evaluate, *, seed: int = 0, restarts: int = 4, iterations: int
         t = schedule.neighbourhood(k, D)
         xn = space.project(x + _ingber(rng, t, x.shape) * space.jump)
         u = rng.random(len(x))
-        en = evaluate(xn)
-        log.add(xn, en)
+        if screen is None:
+            en = evaluate(xn)
+            log.add(xn, en)
+        else:
+            es = screen(xn)
+            with np.errstate(over="ignore", invalid="ignore"):
+                cand = (es <= e) | (u < np.exp(-(es - e) / T))
+            en = np.full(len(xn), np.inf)
+            if cand.any():
+                en[cand] = evaluate(xn[cand])
+                log.add(xn[cand], en[cand])
+            log.evaluations += int((~cand).sum())
         with np.errstate(over="ignore", invalid="ignore"):
             accept = np.isfinite(en) & ((en <= e) | (u < np.exp(-(en - e) / T)))
         x[accept], e[accept] = xn[accept], en[accept]
@@ -121,15 +136,23 @@ def anneal(space, evaluate, *, seed: int = 0, restarts: int = 4, iterations: int
     return log
 
 
-def random_search(space, evaluate, *, seed: int = 0, evaluations: int, batch: int = 64) -> SearchLog:
-    """Uniform random states, ``evaluations`` of them (the baseline annealing must beat)."""
+def random_search(space, evaluate, *, seed: int = 0, evaluations: int, batch: int = 64, screen=None) -> SearchLog:
+    """Uniform random states, ``evaluations`` of them (the baseline annealing must beat).  With
+    ``screen`` (see :func:`anneal`) only states below the best so far are tested for rejection."""
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     log = SearchLog()
     left = int(evaluations)
     while left > 0:
         m = min(batch, left)
         x = space.random(rng, m)
-        log.add(x, evaluate(x))
+        if screen is None:
+            log.add(x, evaluate(x))
+        else:
+            es = screen(x)
+            cand = es < log.best_energy
+            if cand.any():
+                log.add(x[cand], evaluate(x[cand]))
+            log.evaluations += int((~cand).sum())
         left -= m
     log.final_energy = np.array([log.best_energy])
     return log

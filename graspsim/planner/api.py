@@ -156,6 +156,10 @@ class Problem:
         P[self.rows] = link_poses
         return bool(self.model.penetrating(P, pairs=self.pairs))
 
+    def screen(self, x: np.ndarray) -> np.ndarray:
+        """Contact energies (B,) of states x (B, n), without the collision test."""
+        return contact_energy(self.vc, self.surface, self.space.link_poses(x)[0])
+
     def evaluate(self, x: np.ndarray) -> np.ndarray:
         """Energies (B,) of states x (B, n); +inf where the hand collides."""
         L, X_WB, q = self.space.link_poses(x)
@@ -299,7 +303,8 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
     prob = Problem(world, hand, object, energy=energy)
     try:
         slog: SearchLog = anneal(prob.space, prob.evaluate, seed=seed, restarts=restarts,
-                                 iterations=None if iterations is None else int(iterations), seconds=seconds)
+                                 iterations=None if iterations is None else int(iterations), seconds=seconds,
+                                 screen=prob.screen if energy == "contact" else None)
     finally:
         world.restore_state(prob.initial)
     if log is not None:

@@ -23,7 +23,7 @@ import numpy as np
 from ..batch.candidates import approach_frame
 from ..model.description import PRISMATIC, REVOLUTE
 
-__all__ = ["Eigengrasps", "eigengrasps", "closing_vector", "GraspSpace", "batch_forward_kinematics"]
+__all__ = ["Eigengrasps", "eigengrasps", "closing_vector", "GraspSpace", "batch_forward_kinematics", "approach_frames"]
 
 
 def closing_vector(robot) -> np.ndarray:
@@ -71,6 +71,21 @@ def eigengrasps(robot) -> Eigengrasps:
         if not bounds[k, 1] > bounds[k, 0]:
             raise ValueError(f"robot '{robot.name}': eigengrasp {k} cannot move from its origin within the DOF limits")
     return Eigengrasps(o, E, bounds, fallback)
+
+
+def approach_frames(a: np.ndarray, roll: np.ndarray) -> np.ndarray:
+    """:func:`graspsim.batch.candidates.approach_frame` for many unit directions a (B, 3) and rolls (B,):
+    frames (B, 3, 3) with columns [r1, r2, a], r1 the reference perpendicular (from the world axis
+    of a's smallest component) turned by the roll about a."""
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    e = np.zeros_like(a)
+    e[np.arange(len(a)), np.argmin(np.abs(a), axis=1)] = 1.0
+    b1 = np.cross(e, a)
+    b1 /= np.linalg.norm(b1, axis=1, keepdims=True)
+    b2 = np.cross(a, b1)
+    r1 = np.cos(roll)[:, None] * b1 + np.sin(roll)[:, None] * b2
+    r2 = np.cross(a, r1)
+    return np.stack([r1, r2, a], axis=2)
 
 
 def _motions(kind: str, axis: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -145,8 +160,7 @@ class GraspSpace:
         """Palm poses (B, 4, 4) in W: on the ray c + r s, approach axis along -s, rolled about it."""
         B = len(x)
         X = np.broadcast_to(np.eye(4), (B, 4, 4)).copy()
-        for b in range(B):
-            X[b, :3, :3] = approach_frame(-x[b, 0:3], x[b, 3]) @ self._F_P.T
+        X[:, :3, :3] = approach_frames(-x[:, 0:3], x[:, 3]) @ self._F_P.T
         X[:, :3, 3] = self.center + x[:, 4:5] * x[:, 0:3]
         return X
 
