@@ -201,3 +201,53 @@ def test_cli_bad_input_one_line_exit_2(args, msg, capsys):
     assert main(["plan", str(JAW[0])] + args) == 2
     err = capsys.readouterr().err
     assert err.strip() == msg
+
+
+def test_unreachable_object_is_reported_after_the_search(tmp_path):
+    # the cube sits inside a 1 m obstacle block: every hand pose within reach interpenetrates it
+    (tmp_path / "block.yaml").write_text("object: block\nshape: {box: [1.0, 1.0, 1.0]}\nmaterial: wood\n")
+    (tmp_path / "w.yaml").write_text(
+        "world: buried\nrobots:\n  - {name: gripper, file: %s, pose: {xyz: [0, 0, 2]}}\n"
+        "objects:\n  - {name: cube, file: %s}\nobstacles:\n  - {name: block, file: block.yaml}\n"
+        % (ROOT / "robots/parallel_jaw.yaml", ROOT / "objects/cube.yaml"))
+    w = graspsim.load_world(str(tmp_path / "w.yaml"))
+    # 224 states: 51 batches of 4 looking for a collision-free start, then 5 iterations of 4 chains
+    with pytest.raises(ValueError, match=r"hand 'gripper' cannot reach object 'cube' without colliding: "
+                                         r"all 224 states tried interpenetrated the object or an obstacle"):
+        plan_grasps(w, "gripper", "cube", iterations=5, seed=0)
+
+
+def _state_of(problem, world, hand):
+    """The search state (s, roll, r, alpha) of the hand's current palm pose and DOFs."""
+    from graspsim.planner.space import approach_frames
+
+    h = world.robots[hand]
+    X = h.palm_pose
+    v = X[:3, 3] - problem.space.center
+    r = np.linalg.norm(v)
+    s = v / r
+    r1 = (X[:3, :3] @ problem.space._F_P)[:, 0]
+    b = approach_frames(-s[None], np.zeros(1))[0]
+    roll = math.atan2(r1 @ b[:, 1], r1 @ b[:, 0])
+    eig = problem.space.eig
+    alpha = np.linalg.lstsq(eig.vectors.T, h.dof_values - eig.origin, rcond=None)[0]
+    return np.concatenate([s, [roll, r], alpha])[None]
+
+
+def test_quality_energy_is_minus_epsilon_of_the_closed_grasp():
+    from graspsim.control import static_auto_grasp
+
+    w = _load(JAW)
+    p = Problem(w, "gripper", "box", energy="quality")
+    x = _state_of(p, w, "gripper")
+    L = p.space.link_poses(x)[0][0]
+    assert np.allclose(L, w.robots["gripper"].link_poses(), atol=1e-12)   # the state is the world's pose
+    e = p.evaluate(x)
+    # independently: the static auto-grasp of the shipped world closes in force closure, epsilon 0.1995
+    ref = static_auto_grasp(_load(JAW), "gripper").quality
+    assert ref.force_closure and ref.epsilon == pytest.approx(0.1995, abs=1e-4)
+    assert e[0] == pytest.approx(-ref.epsilon, abs=1e-9)
+    # far from the box the quality energy is the contact energy (no closing)
+    far = x.copy()
+    far[0, 4] = p.space.r_range[1]
+    assert p.evaluate(far)[0] == pytest.approx(p.screen(far)[0], abs=0) and p.screen(far)[0] > 0

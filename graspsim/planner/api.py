@@ -26,8 +26,8 @@ __all__ = ["PlannedGrasp", "GraspQualitySummary", "Problem", "plan_grasps", "fre
 DISTINCT_DISTANCE = 0.01
 #: ... or their palm orientations differ by this angle (rad)
 DISTINCT_ANGLE = math.radians(10.0)
-#: quality energy: a state whose contact energy is below this is closed and scored
-QUALITY_SWITCH = 1.0
+#: quality energy: a state whose virtual contacts are on average this close to the object (m) is closed and scored
+QUALITY_SWITCH = 0.03
 
 
 @dataclass(frozen=True)
@@ -163,13 +163,13 @@ class Problem:
     def evaluate(self, x: np.ndarray) -> np.ndarray:
         """Energies (B,) of states x (B, n); +inf where the hand collides."""
         L, X_WB, q = self.space.link_poses(x)
-        e = contact_energy(self.vc, self.surface, L)
+        e, dist = contact_energy(self.vc, self.surface, L, with_distance=True)
         for b in range(len(x)):
             if self.collides(L[b]):
                 e[b] = np.inf
         if self.kind == "quality":
-            for b in np.flatnonzero(np.isfinite(e) & (e < QUALITY_SWITCH)):
-                g = self.close(X_WB[b], q[b])
+            for b in np.flatnonzero(np.isfinite(e) & (dist < QUALITY_SWITCH)):
+                g = self.close_centred(X_WB[b], q[b])
                 self.quality_evaluations += 1
                 e[b] = -g.quality.epsilon if g.quality.force_closure else 0.0
         return e

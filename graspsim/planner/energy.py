@@ -159,8 +159,11 @@ def surface_samples(shape, X_WO: np.ndarray, spacing: float = 0.002, max_points:
     return SurfaceSamples(np.concatenate([P, V[used]]), np.concatenate([n[f], vn[used]]))
 
 
-def contact_energy(vc: VirtualContacts, surface: SurfaceSamples, link_poses: np.ndarray) -> np.ndarray:
-    """Contact energy (B,) of hand link poses (B, nl, 4, 4) in W (see the module docstring)."""
+def contact_energy(vc: VirtualContacts, surface: SurfaceSamples, link_poses: np.ndarray,
+                   with_distance: bool = False):
+    """Contact energy (B,) of hand link poses (B, nl, 4, 4) in W (see the module docstring); with
+    ``with_distance`` also the mean distance (B,) of the virtual contacts to the surface, m."""
     p, n = vc.world(link_poses)
     d, m = surface.nearest(p)
-    return np.mean(d / DIST_SCALE + (1.0 + np.einsum("bmi,bmi->bm", n, m)), axis=1)
+    e = np.mean(d / DIST_SCALE + (1.0 + np.einsum("bmi,bmi->bm", n, m)), axis=1)
+    return (e, d.mean(axis=1)) if with_distance else e
