@@ -251,3 +251,38 @@ def test_quality_energy_is_minus_epsilon_of_the_closed_grasp():
     far = x.copy()
     far[0, 4] = p.space.r_range[1]
     assert p.evaluate(far)[0] == pytest.approx(p.screen(far)[0], abs=0) and p.screen(far)[0] > 0
+
+
+def test_virtual_contacts_on_the_inner_faces():
+    from graspsim.planner.energy import virtual_contacts
+
+    r = _load(JAW).robots["gripper"].description
+    vc = virtual_contacts(r)
+    names = [r.links[i].name for i in vc.link]
+    assert names == ["palm"] * 3 + ["left"] * 3 + ["right"] * 3
+    # parallel_jaw.yaml: fingers 10 x 25 x 70 mm; the left one's inner face is its +x face at x = 0 of
+    # its link frame, the right one's -x face at x = 0; the palm's is its face at z = 0 (approach +z)
+    L, R, P = (vc.link == r.link_index["left"]), (vc.link == r.link_index["right"]), (vc.link == r.palm_link)
+    assert np.allclose(vc.normals[L], [1, 0, 0]) and np.allclose(vc.points[L][:, 0], 0, atol=1e-12)
+    assert np.allclose(vc.normals[R], [-1, 0, 0]) and np.allclose(vc.points[R][:, 0], 0, atol=1e-12)
+    assert np.allclose(vc.normals[P], [0, 0, 1]) and np.allclose(vc.points[P][:, 2], 0, atol=1e-12)
+    for m in (L, R):       # on the face: |y| <= 12.5 mm, 0 <= z <= 70 mm
+        assert np.all(np.abs(vc.points[m][:, 1]) <= 0.0125) and np.all((vc.points[m][:, 2] >= 0) & (vc.points[m][:, 2] <= 0.07))
+
+
+def test_surface_distance_against_the_exact_box_distance():
+    # the box of parallel_jaw_box.yaml: 200 x 50 x 50 mm, centred at (0, 0, 25 mm), axis-aligned
+    p = Problem(_load(JAW), "gripper", "box")
+    rng = np.random.default_rng(0)
+    half, c = np.array([0.1, 0.025, 0.025]), np.array([0, 0, 0.025])
+    d_dir = rng.standard_normal((300, 3))
+    d_dir /= np.linalg.norm(d_dir, axis=1, keepdims=True)
+    q = c + d_dir * rng.uniform(0.12, 0.2, (300, 1))       # outside the box
+    exact = np.linalg.norm(np.maximum(np.abs(q - c) - half, 0), axis=1)
+    d, n = p.surface.nearest(q)
+    # samples about 2 mm apart: the nearest sample is farther than the surface by under 2.5 mm
+    # (never nearer, but for the STL's float32 vertices, 1e-9 m off)
+    assert np.all(d >= exact - 1e-8) and np.all(d - exact < 2.5e-3)
+    # above the top face's middle the normal is +z
+    d, n = p.surface.nearest(np.array([[0.0, 0.0, 0.1], [0.05, 0.0, 0.12]]))
+    assert np.allclose(n, [0, 0, 1]) and np.allclose(d, [0.05, 0.07], atol=2.5e-3)
