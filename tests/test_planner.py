@@ -280,9 +280,9 @@ def test_surface_distance_against_the_exact_box_distance():
     q = c + d_dir * rng.uniform(0.12, 0.2, (300, 1))       # outside the box
     exact = np.linalg.norm(np.maximum(np.abs(q - c) - half, 0), axis=1)
     d, n = p.surface.nearest(q)
-    # samples about 2 mm apart: the nearest sample is farther than the surface by under 2.5 mm
-    # (never nearer, but for the STL's float32 vertices, 1e-9 m off)
-    assert np.all(d >= exact - 1e-8) and np.all(d - exact < 2.5e-3)
+    # samples about 2 mm apart, searched to within 5 % (NEAREST_EPS): the sample found is farther
+    # than the surface by under 2.5 mm + 5 % (never nearer, but for the STL's float32 vertices, 1e-9 m off)
+    assert np.all(d >= exact - 1e-8) and np.all(d - exact < 2.5e-3 + 0.05 * (exact + 2.5e-3))
     # above the top face's middle the normal is +z
     d, n = p.surface.nearest(np.array([[0.0, 0.0, 0.1], [0.05, 0.0, 0.12]]))
     assert np.allclose(n, [0, 0, 1]) and np.allclose(d, [0.05, 0.07], atol=2.5e-3)

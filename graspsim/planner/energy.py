@@ -10,8 +10,8 @@ sampling starting from the point nearest its middle, each with that face's norma
 ``d_i / 1 cm + (1 + n_i . m_i)`` with ``d_i`` the distance from the point to the object surface,
 ``n_i`` the contact's outward normal and ``m_i`` the object's outward surface normal at the
 nearest surface point (0 when the link faces the surface squarely).  Distances come from a dense
-area-weighted sample of the object's surface (``spacing`` about 2 mm) in a k-d tree: the energy
-only steers the search; collisions (FCL) and the final grasp (auto-grasp, exact contacts) are exact.
+area-weighted sample of the object's surface (``spacing`` about 2 mm) in a k-d tree, searched to
+within 5 % of the distance: the energy only steers the search; collisions (FCL) and the final grasp (auto-grasp, exact contacts) are exact.
 
 **Collisions** between the hand and anything else (the object, obstacles) are rejected states:
 their energy is +inf, never a penalty.
@@ -28,6 +28,9 @@ __all__ = ["VirtualContacts", "virtual_contacts", "SurfaceSamples", "surface_sam
 
 #: distance that costs as much as a fully misaligned normal (m)
 DIST_SCALE = 0.01
+#: the k-d tree's approximate search: the sample returned is within (1 + eps) of the nearest
+#: sample's distance (3x faster on far points, which visit many nodes of a thin shell)
+NEAREST_EPS = 0.05
 
 
 class VirtualContacts:
@@ -127,8 +130,9 @@ class SurfaceSamples:
         self.tree = cKDTree(points)
 
     def nearest(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(distance (...,), outward normal (..., 3)) of the nearest sample to each point p (..., 3)."""
-        d, i = self.tree.query(p.reshape(-1, 3))
+        """(distance (...,), outward normal (..., 3)) of the nearest sample to each point p (..., 3)
+        (to within NEAREST_EPS of its distance)."""
+        d, i = self.tree.query(p.reshape(-1, 3), eps=NEAREST_EPS)
         return d.reshape(p.shape[:-1]), self.normals[i].reshape(p.shape)
 
 

@@ -73,46 +73,56 @@ def eigengrasps(robot) -> Eigengrasps:
     return Eigengrasps(o, E, bounds, fallback)
 
 
+def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Row-wise cross products (B, 3) (np.cross costs more than the arithmetic on small batches)."""
+    return np.stack([u[:, 1] * v[:, 2] - u[:, 2] * v[:, 1], u[:, 2] * v[:, 0] - u[:, 0] * v[:, 2],
+                     u[:, 0] * v[:, 1] - u[:, 1] * v[:, 0]], axis=1)
+
+
 def approach_frames(a: np.ndarray, roll: np.ndarray) -> np.ndarray:
     """:func:`graspsim.batch.candidates.approach_frame` for many unit directions a (B, 3) and rolls (B,):
     frames (B, 3, 3) with columns [r1, r2, a], r1 the reference perpendicular (from the world axis
     of a's smallest component) turned by the roll about a."""
-    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    a = a / np.sqrt(np.einsum("ij,ij->i", a, a))[:, None]
     e = np.zeros_like(a)
     e[np.arange(len(a)), np.argmin(np.abs(a), axis=1)] = 1.0
-    b1 = np.cross(e, a)
-    b1 /= np.linalg.norm(b1, axis=1, keepdims=True)
-    b2 = np.cross(a, b1)
+    b1 = _cross(e, a)
+    b1 /= np.sqrt(np.einsum("ij,ij->i", b1, b1))[:, None]
+    b2 = _cross(a, b1)
     r1 = np.cos(roll)[:, None] * b1 + np.sin(roll)[:, None] * b2
-    r2 = np.cross(a, r1)
+    r2 = _cross(a, r1)
     return np.stack([r1, r2, a], axis=2)
 
 
-def _motions(kind: str, axis: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """(B, 4, 4) joint motions for joint values q (B,) (Rodrigues for revolute joints)."""
-    B = len(q)
-    M = np.broadcast_to(np.eye(4), (B, 4, 4)).copy()
-    if kind == REVOLUTE:
-        k = axis / np.linalg.norm(axis)
-        K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-        s, c = np.sin(q)[:, None, None], np.cos(q)[:, None, None]
-        M[:, :3, :3] = np.eye(3) + s * K + (1 - c) * (K @ K)
-    elif kind == PRISMATIC:
-        M[:, :3, 3] = q[:, None] * axis
-    return M
+def _chain_arrays(robot) -> tuple:
+    """The joint chain as arrays for :func:`graspsim.planner._kernels.batch_fk` (cached per robot)."""
+    hit = _CHAINS.get(id(robot))
+    if hit is not None and hit[0] is robot:
+        return hit[1]
+    J = robot.joints
+    kinds = {REVOLUTE: 1, PRISMATIC: 2}
+    axes = np.array([np.asarray(j.axis, float) / max(np.linalg.norm(j.axis), 1e-300) for j in J]).reshape(-1, 3)
+    arr = (np.array([j.parent for j in J], np.int64), np.array([j.child for j in J], np.int64),
+           np.array([j.dof for j in J], np.int64), np.array([j.ratio for j in J], float),
+           np.array([j.offset for j in J], float), np.array([kinds.get(j.kind, 0) for j in J], np.int64),
+           np.ascontiguousarray(axes), np.ascontiguousarray(np.array([j.X_PJ for j in J], float).reshape(-1, 4, 4)),
+           np.ascontiguousarray(np.array([j.X_JC for j in J], float).reshape(-1, 4, 4)),
+           int(robot.base_link), len(robot.links))
+    _CHAINS[id(robot)] = (robot, arr)
+    return arr
+
+
+_CHAINS: dict = {}
 
 
 def batch_forward_kinematics(robot, dofs: np.ndarray) -> np.ndarray:
     """Link poses (B, nlinks, 4, 4) in the robot's base frame for DOF values (B, ndof): the same
-    coupling and joint chain as :func:`graspsim.kinematics.forward_kinematics`, vectorised over B."""
-    dofs = np.atleast_2d(dofs)
-    B = len(dofs)
-    X = np.empty((B, len(robot.links), 4, 4))
-    X[:, robot.base_link] = np.eye(4)
-    for j in robot.joints:
-        q = j.ratio * dofs[:, j.dof] + j.offset if j.dof >= 0 else np.zeros(B)
-        X[:, j.child] = X[:, j.parent] @ j.X_PJ @ _motions(j.kind, np.asarray(j.axis, float), q) @ j.X_JC
-    return X
+    coupling and joint chain as :func:`graspsim.kinematics.forward_kinematics`, for B postures in
+    one compiled call."""
+    from ._kernels import batch_fk
+
+    dofs = np.ascontiguousarray(np.atleast_2d(np.asarray(dofs, dtype=float)))
+    return batch_fk(dofs, *_chain_arrays(robot))
 
 
 class GraspSpace:
