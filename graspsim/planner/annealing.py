@@ -89,13 +89,17 @@ def _start(space, evaluate, rng, restarts: int, log: SearchLog, max_tries: int =
 
 
 def anneal(space, evaluate, *, seed: int = 0, restarts: int = 4, iterations: int | None = None,
-           seconds: float | None = None, schedule: Schedule = Schedule(), screen=None) -> SearchLog:
+           seconds: float | None = None, schedule: Schedule = Schedule(), screen=None,
+           cycle: int = 1000) -> SearchLog:
     """Run ``restarts`` annealing chains for ``iterations`` steps each and/or ``seconds`` of wall time.
 
     ``evaluate(x (B, n)) -> energies (B,)`` (+inf: rejected).  ``screen(x) -> energies``, if given,
     is the energy without the rejection test, equal to ``evaluate`` wherever that is finite: the
     acceptance is decided on it and only the states it would accept are passed to ``evaluate``
-    (a state that would not be accepted needs no collision test).  Returns the :class:`SearchLog`.
+    (a state that would not be accepted needs no collision test).  After ``cycle`` iterations the
+    schedule has cooled (the neighbourhood is a few per cent of each range) and the chains barely
+    move: every ``cycle`` iterations they restart from new random states with the schedule reset,
+    so long budgets keep finding new grasps.  Returns the :class:`SearchLog`.
     """
     if iterations is None and seconds is None:
         raise ValueError("give iterations or seconds (the search budget)")
@@ -111,8 +115,11 @@ def anneal(space, evaluate, *, seed: int = 0, restarts: int = 4, iterations: int
         if seconds is not None and time.perf_counter() - t_start >= seconds:
             break
         k += 1
-        T = schedule.temperature(k, D)
-        t = schedule.neighbourhood(k, D)
+        kc = (k - 1) % cycle + 1               # the iteration within the current cycle
+        if kc == 1 and k > 1:
+            x, e = _start(space, evaluate, rng, len(x), log)
+        T = schedule.temperature(kc, D)
+        t = schedule.neighbourhood(kc, D)
         xn = space.project(x + _ingber(rng, t, x.shape) * space.jump)
         u = rng.random(len(x))
         if screen is None:
