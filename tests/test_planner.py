@@ -286,3 +286,12 @@ def test_surface_distance_against_the_exact_box_distance():
     # above the top face's middle the normal is +z
     d, n = p.surface.nearest(np.array([[0.0, 0.0, 0.1], [0.05, 0.0, 0.12]]))
     assert np.allclose(n, [0, 0, 1]) and np.allclose(d, [0.05, 0.07], atol=2.5e-3)
+
+
+def test_cli_world_without_object(tmp_path, capsys):
+    from graspsim.cli import main
+
+    (tmp_path / "w.yaml").write_text("world: empty\nrobots:\n  - {name: gripper, file: %s, pose: {xyz: [0, 0, 0.2]}}\n"
+                                     % (ROOT / "robots/parallel_jaw.yaml"))
+    assert main(["plan", str(tmp_path / "w.yaml")]) == 2
+    assert capsys.readouterr().err.strip() == "error: world 'empty' has no object to grasp (no dynamic body)"
