@@ -76,7 +76,25 @@ def _extra_commands():
     return out
 
 
+def _one_line_warnings() -> None:
+    """Model warnings (an open mesh replaced by its hull, ...) as one ``warning: FILE:LINE: ...`` line."""
+    import warnings
+
+    from .errors import ModelWarning
+
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ModelWarning):
+            print(f"warning: {message}", file=file or sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
+    _one_line_warnings()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -41,6 +41,13 @@ class ModelErrors(ModelError):
         return "\n".join(e._format() for e in self.errors) if hasattr(self, "errors") else super()._format()
 
 
+class ModelWarning(UserWarning):
+    """A model loads, but something was substituted (e.g. an open mesh replaced by its convex hull).
+
+    The message is one line, ``FILE:LINE: element: what was done``.
+    """
+
+
 class SimulationError(RuntimeError):
     """The time stepper could not advance the state (e.g. an unsolvable LCP or a non-finite state).
 

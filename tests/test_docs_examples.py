@@ -258,6 +258,19 @@ def test_readme_reduced_coordinates(readme):
     np.testing.assert_allclose(ns["tau"], tau, atol=1e-9 * np.abs(tau).max())
 
 
+def test_readme_urdf_hand(readme):
+    """'Bring your own hand': the Panda hand from its URDF, one DOF coupling both fingers, and the
+    static grasp of the 12 mm mug handle (each finger 6 mm from the centre) in force closure."""
+    ns, _, _ = readme
+    panda, r = ns["panda"], ns["panda_grasp"]
+    assert panda.dof_names == ["panda_finger_joint1"]
+    np.testing.assert_allclose(panda.dof_limits, [[0.0, 0.04]])
+    fingers = [j for j in panda.joints if j.dof == 0]
+    assert [(j.name, j.ratio, j.offset) for j in fingers] == [("panda_finger_joint1", 1.0, 0.0),
+                                                              ("panda_finger_joint2", 1.0, 0.0)]
+    assert r.dofs[0] == pytest.approx(0.006, abs=3e-4) and r.quality.force_closure
+
+
 # ------------------------------------------------------------------------------------- docs/*.md
 
 

@@ -46,6 +46,13 @@ class Summary:
     dynamic: dict | None = None     # held, dropped, mean slip ... when the run was dynamic
     timing: dict = field(default_factory=dict)
     rows: list = field(default_factory=list, repr=False)
+    best_by_object: dict = field(default_factory=dict)   # object -> its best row (as ``best`` ranks), if any
+
+    def object_rates(self) -> dict:
+        """object -> (evaluated rows, successes, success rate); every row counts (errors fail)."""
+        key = "held" if self.dynamic is not None else "force_closure"
+        return {o: (d["rows"], d[key], d[key] / d["rows"] if d["rows"] else 0.0)
+                for o, d in sorted(self.by_object.items())}
 
     @property
     def ok(self) -> int:
@@ -94,9 +101,15 @@ class Summary:
             L.append(f"static force closure (before the dynamic grasp): {self.force_closure} of {n} "
                      f"({pct(self.force_closure, n)})")
         if len(self.by_object) > 1:
-            for o, d in sorted(self.by_object.items()):
-                k = d["held"] if dyn else d["force_closure"]
-                L.append(f"  {o}: {d['rows']} evaluated, {what} {k} ({pct(k, d['rows'])})")
+            rates = self.object_rates()
+            some = sum(1 for _, k, _ in rates.values() if k)
+            L.append(f"per object ({len(rates)}; {some} with at least one {what}): evaluated, {what}, "
+                     "best grasp (id, epsilon)")
+            w = max(len(o) for o in rates)
+            for o, (nr, k, _) in rates.items():
+                b = self.best_by_object.get(o)
+                best = f"best #{b['id']} epsilon {b['epsilon']:.4f}" if b else "best -"
+                L.append(f"  {o:{w}s} {nr:6d} {k:6d} {pct(k, nr):>6s}  {best}")
         if dyn:
             d = self.dynamic
             L.append(f"lift test: held {d['held']} of {d['tested']} tested ({pct(d['held'], d['tested'])}), "
@@ -199,6 +212,10 @@ def summarize(db, *, top: int = 10, object: str | None = None) -> Summary:
         dynamic = {"tested": len(tested), "held": len(held), "dropped": sum(1 for r in tested if r["dropped"]),
                    "median_slip": float(np.median([r["slip"] for r in held])) if held else 0.0}
         best = sorted(fc, key=lambda r: (-(r["held"] or 0), -r["epsilon"], r["id"]))[:max(0, top)]
+    rank = (lambda r: (-(r["held"] or 0), -r["epsilon"], r["id"])) if dyn else (lambda r: (-r["epsilon"], r["id"]))
+    best_by_object = {}
+    for r in sorted(fc, key=rank):
+        best_by_object.setdefault(r["object"], r)
     by_object = {}
     for r in rows:
         d = by_object.setdefault(r["object"], {"rows": 0, "force_closure": 0, "held": 0})
@@ -215,11 +232,12 @@ def summarize(db, *, top: int = 10, object: str | None = None) -> Summary:
                    total=int(meta.get("n_candidates", len(rows))), evaluated=len(rows), by_status=dict(by_status),
                    by_object=by_object, force_closure=len(fc), epsilon=eps, best=best, errors=errors,
                    outcomes=outcomes, collisions=dict(collisions.most_common()), dynamic=dynamic, timing=timing,
-                   rows=rows)
+                   rows=rows, best_by_object=best_by_object)
 
 
 def plot_summary(s: Summary, directory) -> list[Path]:
-    """Save ``epsilon_hist.png`` and ``success_vs_direction.png`` in ``directory``; returns the paths
+    """Save ``epsilon_hist.png``, ``success_vs_direction.png`` and, for several objects,
+    ``success_by_object.png`` in ``directory``; returns the paths
     (see :func:`summary_figures`)."""
     import matplotlib.pyplot as plt
 
@@ -309,4 +327,25 @@ def summary_figures(s: Summary) -> list:
     a2.set_title("approach directions, coloured by success", fontsize=10)
     fig.tight_layout()
     out.append(("success_vs_direction.png", fig))
+    if len(s.by_object) > 1:
+        out.append(("success_by_object.png", _object_figure(s, what)))
     return out
+
+
+def _object_figure(s: Summary, what: str):
+    """Success rate per object, sorted from best to worst (an object set's overview)."""
+    import matplotlib.pyplot as plt
+
+    rates = s.object_rates()
+    order = sorted(rates, key=lambda o: (-rates[o][2], o))
+    y = [rates[o][2] for o in order]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.22 * len(order) + 1.5), 4.2))
+    ax.bar(range(len(order)), y, color="#4878a8")
+    ax.set_xticks(range(len(order)))
+    ax.set_xticklabels(order, rotation=90, fontsize=7 if len(order) > 20 else 9)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(what)
+    ax.set_title(textwrap.fill(f"{s.name}: {what} per object ({len(order)} objects, "
+                               f"{s.evaluated} candidates)", 70), fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -19,6 +19,8 @@ from .description import (DOF, FIXED, PRISMATIC, REVOLUTE, BodyInstance, Inertia
                           Robot, RobotInstance, World)
 from .fields import Reader
 from .materials import MaterialTable
+from .urdf_side import is_urdf, load_side_file, load_urdf_robot
+from .mesh_object import is_object_file, load_object_file
 from .yamlio import YList, YMap, load_yaml
 
 DEFAULT_COLOR = (0.7, 0.7, 0.72)
@@ -38,9 +40,28 @@ def _kind_of(path: Path, data) -> str:
     return ""
 
 
+def _urdf_has_joints(path: Path) -> bool:
+    """Whether a URDF describes a robot (any <joint>) rather than a one-link object; an unreadable
+    file counts as a robot, whose loader gives the detailed error."""
+    import re
+
+    if not path.is_file():     # never open a FIFO or a device here
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8 << 20)
+    except OSError:
+        return True
+    return re.search(rb"<joint[\s>]", re.sub(rb"<!--.*?-->", b"", head, flags=re.S)) is not None
+
+
 def load_any(path: str | Path):
     """Load a robot, object or world file, whichever it is (by its top-level key)."""
     path = Path(path)
+    if is_object_file(path) and not (is_urdf(path) and _urdf_has_joints(path)):
+        return load_object_file(path)    # a mesh or a one-link URDF (graspsim/model/mesh_object.py)
+    if is_urdf(path):
+        return load_urdf_robot(path)
     data = load_yaml(path)
     kind = _kind_of(path, data)
     if kind == "robot":
@@ -220,9 +241,17 @@ DOF_KEYS = ["name", "joints", "kind", "breakaway_torque", "kp", "kd", "effort", 
 
 
 def load_robot(path: str | Path, *, _data=None) -> Robot:
-    """Load and validate a robot YAML file into a :class:`~graspsim.model.description.Robot`."""
+    """Load and validate a robot file into a :class:`~graspsim.model.description.Robot`.
+
+    A robot YAML file, a ``.urdf`` file, or a YAML side file naming a URDF (``urdf:`` key;
+    :mod:`graspsim.model.urdf_side`).
+    """
     path = Path(path)
+    if is_urdf(path):
+        return load_urdf_robot(path)
     data = load_yaml(path) if _data is None else _data
+    if isinstance(data, YMap) and "urdf" in data:
+        return load_side_file(path, data)
     r = Reader(str(path))
     base = path.parent
     top = r.mapping(data, "", getattr(data, "line", 1))
@@ -557,8 +586,10 @@ def _object_from_map(r: Reader, m: YMap, field: str, base: Path, name: str, file
 
 
 def load_object(path: str | Path, *, _data=None, need_mass: bool = True) -> Object:
-    """Load and validate an object YAML file (a shape with mass and material)."""
+    """Load and validate an object YAML file (a shape with mass and material), a mesh or a one-link URDF."""
     path = Path(path)
+    if _data is None and is_object_file(path):
+        return load_object_file(path, need_mass=need_mass)
     data = load_yaml(path) if _data is None else _data
     r = Reader(str(path))
     top = r.mapping(data, "", getattr(data, "line", 1))
@@ -740,18 +771,28 @@ def load_world(path: str | Path, *, _data=None) -> World:
                 fname = r.string(om, "file", f)
                 if fname is None:
                     continue
+                mesh_file = is_object_file(fname)
+                if mesh_file and "mass" in om and "density" in om:
+                    r.error(om.line_of("density"), f"{f}.density", "give either 'mass' or 'density', not both")
+                    continue
                 try:
-                    obj = load_object(base / fname, need_mass=dynamic)
+                    if mesh_file:    # a mesh or URDF: mass/density may come with it
+                        obj = load_object_file(base / fname, need_mass=dynamic,
+                                               mass=r.number(om, "mass", f, positive=True),
+                                               density=r.number(om, "density", f, positive=True))
+                    else:
+                        obj = load_object(base / fname, need_mass=dynamic)
                 except ModelError as e:
                     sub_errors.extend(getattr(e, "errors", [e]))
                     r.error(om.line_of("file"), f"{f}.file", f"object file '{fname}' is invalid (see the errors above)")
                     continue
-                for k in ("mass", "density", "com", "inertia", "color"):
+                for k in (("com", "inertia", "color") if mesh_file else ("mass", "density", "com", "inertia", "color")):
                     if k in om:
                         r.error(om.line_of(k), f"{f}.{k}", f"'{k}' belongs in the object file '{fname}'")
                 oname = r.string(om, "name", f, default=obj.name)
                 if "material" in om:
-                    obj = Object(obj.name, obj.file, obj.shape, obj.inertial, _read_material(r, om, f), obj.color)
+                    obj = Object(obj.name, obj.file, obj.shape, obj.inertial, _read_material(r, om, f), obj.color,
+                                 obj.mass_note)
             else:
                 oname = r.string(om, "name", f, required=True)
                 obj = _object_from_map(r, om, f, base, oname or f"{key}{i}", str(path), need_mass=dynamic)
