@@ -295,3 +295,19 @@ def test_cli_world_without_object(tmp_path, capsys):
                                      % (ROOT / "robots/parallel_jaw.yaml"))
     assert main(["plan", str(tmp_path / "w.yaml")]) == 2
     assert capsys.readouterr().err.strip() == "error: world 'empty' has no object to grasp (no dynamic body)"
+
+
+def test_urdf_hand_gets_virtual_contacts_and_plans():
+    pytest.importorskip("pybullet_data")
+    pytest.importorskip("yourdfpy")
+    from graspsim.planner.energy import virtual_contacts
+
+    spec = (ROOT / "worlds/panda_hand_mug.yaml", "panda_hand", "mug")
+    w = _load(spec)
+    r = w.robots["panda_hand"].description
+    vc = virtual_contacts(r)
+    # its default opening is 0 (closed): the inner faces are found at mid-range, 3 per finger
+    assert [r.links[i].name for i in vc.link] == ["panda_hand"] * 3 + ["panda_leftfinger"] * 3 + ["panda_rightfinger"] * 3
+    grasps = plan_grasps(w, "panda_hand", "mug", n=3, iterations=100, seed=0)
+    assert len(grasps) == 3
+    _check_grasps(spec, grasps, min_fc=0)

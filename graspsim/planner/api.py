@@ -186,7 +186,7 @@ class Problem:
         g = self.close(X_WB, q, energy)
         fingers = sorted({int(li) for li in self.vc.link if li != self.h.description.palm_link})
         oi = self.world.table.index[self.obj]
-        for _ in range(rounds):
+        for _ in range(rounds if fingers else 0):
             if g.quality.force_closure:
                 break
             P = self.P0.copy()

@@ -1,7 +1,7 @@
 """Grasp energies over batches of states: GraspIt's contact energy and a quality energy.
 
 **Virtual contacts** (GraspIt puts a few on each link's inner surface): for every link that the
-"close all" motion moves, and for the palm, the faces of the link's tessellated shape whose outward
+"close all" motion moves (at mid-range of the DOFs), and for the palm, the faces of the link's tessellated shape whose outward
 normal points within 30 deg of the direction the face moves when the hand closes, at no less
 than 0.3 of the link's fastest face speed (the palm: within 30 deg of its approach axis) are the inner surface; on it, up to three points are picked by farthest-point
 sampling starting from the point nearest its middle, each with that face's normal (link frame).
@@ -86,8 +86,10 @@ def virtual_contacts(robot, per_link: int = 3, eps: float = 1e-3) -> VirtualCont
     """Virtual contacts of a hand from its link geometry (see the module docstring)."""
     lim = robot.dof_limits
     v = closing_vector(robot)
-    q0 = np.clip(np.asarray(robot.eigengrasp_origin, float), lim[:, 0], lim[:, 1])
-    q1 = np.clip(q0 + eps * v, lim[:, 0], lim[:, 1])
+    # at mid-range, where no DOF sits at a limit that would block the closing step (a hand whose
+    # default is closed, e.g. the Panda's); a point's direction of motion is fixed in its link frame
+    q0 = lim.mean(axis=1)
+    q1 = q0 + eps * v
     X0, X1 = batch_forward_kinematics(robot, np.stack([q0, q1]))
     approach = np.asarray(robot.approach, float)
     links, pts, nrm = [], [], []
