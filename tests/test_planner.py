@@ -311,3 +311,19 @@ def test_urdf_hand_gets_virtual_contacts_and_plans():
     grasps = plan_grasps(w, "panda_hand", "mug", n=3, iterations=100, seed=0)
     assert len(grasps) == 3
     _check_grasps(spec, grasps, min_fc=0)
+
+
+def test_cli_write_world_of_a_mounted_hand(tmp_path):
+    from graspsim.cli import main
+
+    out, wf = tmp_path / "g.json", tmp_path / "best.yaml"
+    # the default hand of the handset world is the Barrett, the robot carried by the Puma
+    assert main(["plan", str(HANDSET[0]), "--n", "2", "--iterations", "30", "--json", str(out),
+                 "--write-world", str(wf)]) == 0
+    import json
+
+    best = json.loads(out.read_text())["grasps"][0]
+    assert json.loads(out.read_text())["hand"] == "barrett"
+    w = graspsim.load_world(str(wf))
+    assert list(w.robots) == ["barrett"] and w.robots["barrett"].instance.mount is None
+    assert np.allclose(w.robots["barrett"].base_pose, best["base_pose"], atol=1e-9)

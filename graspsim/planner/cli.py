@@ -55,7 +55,8 @@ def _pick(world, hand, obj) -> tuple[str, str]:
 def write_world(src: str, out: str, world, hand: str, grasp) -> None:
     """Copy world file ``src`` to ``out`` with ``hand``'s pose and DOFs set to ``grasp`` (in the
     file's units; paths rewritten relative to ``out``).  A clutch-held joint is not expressible in
-    a world file: the DOF values are written."""
+    a world file: the DOF values are written.  A hand mounted on an arm is written unmounted and
+    alone, as it was planned (:func:`graspsim.planner.free_hand_world`)."""
     import yaml
 
     from ..model.description import REVOLUTE
@@ -75,6 +76,10 @@ def write_world(src: str, out: str, world, hand: str, grasp) -> None:
                 e["file"] = os.path.relpath(os.path.join(sdir, e["file"]), odir)
     robot = world.robots[hand].description
     entry = next(e for e in doc["robots"] if e.get("name") == hand)
+    if "mount" in entry:
+        # planned as free_hand_world does: the hand alone, unmounted, the arm left out
+        del entry["mount"]
+        doc["robots"] = [entry]
     X = grasp.base_pose
     entry["pose"] = {"xyz": [float(v) / ls for v in X[:3, 3]],
                      "rpy": [float(v) / as_ for v in matrix_to_rpy(X[:3, :3])]}
