@@ -37,7 +37,7 @@ class GraspQualitySummary:
     volume: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PlannedGrasp:
     """A planned grasp (SI units, world frame W).
 
