@@ -20,6 +20,7 @@ EXTERNAL_COMMANDS = {
     "batch": "graspsim.batch.cli",
     "results": "graspsim.batch.cli",
     "view": "graspsim.gui.cli",
+    "plan": "graspsim.planner.cli",
 }
 
 
