@@ -69,13 +69,20 @@ def compile_times():
 
 
 def check_solution(M, q, z, tol=1e-8):
-    """Independent check: z >= 0, w >= 0, min(z, w) = 0 relative to the
-    size of q and of the terms of M z."""
+    """Independent check: z >= 0 relative to its largest entry; w >= 0 and
+    min(z, w) = 0 relative to ||q|| (in balanced units: the Jacobi scaling
+    E = diag(M)^-1/2, 1 where M_ii <= 0) plus the rounding of forming M z + q,
+    (n + 1) eps of its terms.  Not relative to the terms alone: that accepts
+    points far out along a ray of an infeasible problem."""
+    n = len(q)
     w = M @ z + q
-    scale = max(np.abs(q).max(), (np.abs(M) @ np.abs(z)).max())
-    zs = max(np.abs(z).max(), 1e-300)
-    return (z.min() >= -tol * zs and w.min() >= -tol * scale
-            and np.minimum(np.abs(z) / zs, np.abs(w) / scale).max() <= tol)
+    dg = np.diag(M)
+    E = np.where(dg > 0, 1.0 / np.sqrt(np.where(dg > 0, dg, 1.0)), 1.0)
+    allow = (tol * np.abs(E * q).max() / E
+             + (n + 1) * np.finfo(float).eps * (np.abs(q) + np.abs(M) @ np.abs(z)))
+    zs = max(np.abs(z / E).max(), 1e-300) * E
+    return bool(np.all(z >= -tol * zs) and np.all(w >= -allow)
+                and np.all(np.minimum(np.abs(z) / zs, tol * np.abs(w) / allow) <= tol))
 
 
 def lp_feasible(M, q):

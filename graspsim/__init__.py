@@ -104,7 +104,8 @@ def load_robot(path):
 
 
 def load_object(path):
-    """Load an object YAML file into an immutable :class:`graspsim.model.Object` description."""
+    """Load an object YAML file, a mesh (STL, OBJ, PLY, OFF, GLB) or a one-link URDF into an
+    immutable :class:`graspsim.model.Object` description (docs/objects.md)."""
     from .model.loader import load_object as _lo
 
     return _lo(path)

@@ -1,10 +1,27 @@
-"""The ``graspsim`` command line.  It sits on the public API only and imports lazily."""
+"""The ``graspsim`` command line.  It sits on the public API only and imports lazily.
+
+``validate`` and ``info`` import only the model loader (numpy and PyYAML; ``validate`` of a world
+whose bodies start too close to settle with numpy also loads FCL and the contact kernels, ~1 s);
+the other sub-commands live with the part of the package they drive and are imported only when
+they run (or for the full ``--help``), so a missing dependency of one of them fails that command
+loudly, not the others.
+"""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from .errors import ModelError
+from .errors import ModelError, escape
+
+#: sub-commands registered by other parts of the package: name -> module with ``register(subparsers)``
+EXTERNAL_COMMANDS = {
+    "grasp": "graspsim.control.cli",
+    "batch": "graspsim.batch.cli",
+    "results": "graspsim.batch.cli",
+    "view": "graspsim.gui.cli",
+    "plan": "graspsim.planner.cli",
+}
 
 
 def _cmd_validate(args) -> int:
@@ -14,14 +31,39 @@ def _cmd_validate(args) -> int:
     for f in args.files:
         try:
             m = load_any(f)
+            if type(m).__name__ == "World" and not args.no_collisions:
+                from .model.checks import start_problems
+
+                problems = start_problems(m)
+                if problems:
+                    raise problems[0] if len(problems) == 1 else _errors(problems)
         except ModelError as e:
             bad += 1
             for err in getattr(e, "errors", [e]):
                 print(f"error: {err}", file=sys.stderr)
             continue
         kind = type(m).__name__.lower()
-        print(f"ok: {f} ({kind} '{m.name}')")
+        print(f"ok: {escape(f, 300)} ({kind} '{m.name}')")
+        if kind in ("robot", "object"):
+            _note_materials(m)
     return 2 if bad else 0
+
+
+def _note_materials(m) -> None:
+    """A robot's or object's material outside the default friction table is fine only in a world
+    that adds friction pairs for it: say so (the file alone cannot be wrong about it)."""
+    from .model.materials import DEFAULT_MATERIALS
+
+    used = [l.material for l in m.links] if hasattr(m, "links") else [m.material]
+    for mat in dict.fromkeys(x for x in used if x not in DEFAULT_MATERIALS):
+        print(f"  note: material '{mat}' is not in the default friction table; a world using this file must "
+              f"add friction pairs for it (known: {', '.join(DEFAULT_MATERIALS)})")
+
+
+def _errors(problems: list) -> ModelError:
+    from .errors import ModelErrors
+
+    return ModelErrors(problems)
 
 
 def _cmd_info(args) -> int:
@@ -32,7 +74,19 @@ def _cmd_info(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_of(argv: list[str]) -> str | None:
+    """The sub-command ``argv`` asks for (its first argument that is not an option), or None."""
+    for a in argv:
+        if a == "--":
+            return None
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``graspsim`` parser.  With ``command`` only that sub-command's module is imported;
+    without (or for an unknown command) every sub-command is registered, for the full help."""
     p = argparse.ArgumentParser(prog="graspsim", description="graspsim: a Python grasping simulator "
                                 "(YAML models, FCL contacts, LCP time-stepping, auto-grasp, grasp quality).")
     from . import __version__
@@ -41,38 +95,47 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     v = sub.add_parser("validate", help="check robot, object or world files and report every problem")
     v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("--no-collisions", action="store_true",
+                   help="skip the check that a world's bodies do not start inside each other (FCL, ~0.5 s)")
     v.set_defaults(func=_cmd_validate)
     i = sub.add_parser("info", help="print a world's robots (DOFs with limits), bodies, masses and materials")
     i.add_argument("world", metavar="WORLD")
     i.set_defaults(func=_cmd_info)
-    for register in _extra_commands():
-        register(sub)
+    if command in ("validate", "info"):
+        modules = []
+    elif command in EXTERNAL_COMMANDS:
+        modules = [EXTERNAL_COMMANDS[command]]
+    else:
+        modules = list(dict.fromkeys(EXTERNAL_COMMANDS.values()))
+    for name in modules:
+        importlib.import_module(name).register(sub)
     return p
 
 
-def _extra_commands():
-    """Sub-commands that live with the part of the package they drive (added as those parts land)."""
-    out = []
-    try:
-        from .control.cli import register as reg_grasp
-        out.append(reg_grasp)
-    except ImportError:
-        pass
-    try:
-        from .batch.cli import register as reg_batch
-        out.append(reg_batch)
-    except ImportError:
-        pass
-    try:
-        from .gui.cli import register as reg_gui
-        out.append(reg_gui)
-    except ImportError:
-        pass
-    return out
+def _one_line_warnings() -> None:
+    """Model warnings (an open mesh replaced by its hull, ...) as one ``warning: FILE:LINE: ...`` line."""
+    import warnings
+
+    from .errors import ModelWarning
+
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ModelWarning):
+            print(f"warning: {message}", file=file or sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    _one_line_warnings()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = command_of(argv)
+    if command is None and "--version" in argv:
+        command = "validate"             # --version needs no other sub-command's module
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -84,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {err}", file=sys.stderr)
         return 2
     except (FileNotFoundError, ValueError, KeyError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {escape(str(e), 1000)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. piped into `head`
         return 0

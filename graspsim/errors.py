@@ -2,7 +2,50 @@
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from typing import Iterable
+
+#: Unicode categories never shown raw in a message: control (C0/C1, e.g. ESC), format (e.g. the
+#: right-to-left override U+202E, zero-width characters), surrogates, private use, unassigned,
+#: line and paragraph separators.  They could rewrite the terminal or hide text.
+UNSAFE_CATEGORIES = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))
+
+
+def unsafe_char(text: str) -> str | None:
+    """The first character of ``text`` that must not be shown raw (see :data:`UNSAFE_CATEGORIES`), or None."""
+    if text.isascii():
+        for ch in text:
+            if ch < " " or ch == "\x7f":
+                return ch
+        return None
+    for ch in text:
+        if unicodedata.category(ch) in UNSAFE_CATEGORIES:
+            return ch
+    return None
+
+
+def escape(text: str, limit: int | None = None) -> str:
+    """``text`` safe for one terminal line: unsafe characters as ``\\x1b`` / ``\\u202e`` escapes;
+    longer than ``limit`` characters: its head and tail around ``...(N characters)...``."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        k = max(limit // 2 - 12, 4)
+        text = f"{text[:k]}...({len(text)} characters)...{text[-k:]}"
+    if unsafe_char(text) is None:
+        return text
+    out = []
+    for ch in text:
+        if (ch < " " or ch == "\x7f") or (not ch.isascii() and unicodedata.category(ch) in UNSAFE_CATEGORIES):
+            o = ord(ch)
+            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def quote(text, limit: int = 60) -> str:
+    """``'text'`` for a message: escaped (see :func:`escape`) and shortened to about ``limit`` characters."""
+    return f"'{escape(str(text), limit)}'"
 
 
 class ModelError(ValueError):
@@ -10,7 +53,8 @@ class ModelError(ValueError):
 
     Attributes: ``file`` (path or None), ``line`` (1-based or None), ``field`` (dotted path such as
     ``joints[2].limits``) and ``problem`` (what is wrong).  ``str(err)`` is one line:
-    ``FILE:LINE: FIELD: PROBLEM``.
+    ``FILE:LINE: FIELD: PROBLEM``, with control and other invisible characters escaped and
+    overlong parts shortened, so a hostile file cannot rewrite the terminal.
     """
 
     def __init__(self, problem: str, *, file: str | None = None, line: int | None = None,
@@ -24,9 +68,9 @@ class ModelError(ValueError):
     def _format(self) -> str:
         where = ""
         if self.file:
-            where = self.file + (f":{self.line}" if self.line else "") + ": "
-        fld = f"{self.field}: " if self.field else ""
-        return f"{where}{fld}{self.problem}"
+            where = escape(self.file, 300) + (f":{self.line}" if self.line else "") + ": "
+        fld = f"{escape(self.field, 200)}: " if self.field else ""
+        return f"{where}{fld}{escape(self.problem, 1000)}"
 
 
 class ModelErrors(ModelError):
@@ -39,6 +83,13 @@ class ModelErrors(ModelError):
 
     def _format(self) -> str:  # one line per problem
         return "\n".join(e._format() for e in self.errors) if hasattr(self, "errors") else super()._format()
+
+
+class ModelWarning(UserWarning):
+    """A model loads, but something was substituted (e.g. an open mesh replaced by its convex hull).
+
+    The message is one line, ``FILE:LINE: element: what was done``.
+    """
 
 
 class SimulationError(RuntimeError):
@@ -54,5 +105,8 @@ class CollisionError(RuntimeError):
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` or an empty string."""
-    m = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{m[0]}'?)" if m else ""
+    word = str(word)
+    if len(word) > 100:     # difflib is quadratic; nobody mistypes a 100-character name
+        return ""
+    m = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {quote(m[0])}?)" if m else ""

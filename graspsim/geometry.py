@@ -14,6 +14,7 @@ drawing:
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -39,14 +40,24 @@ class Shape:
     kind: str
     size: tuple
     X_LS: np.ndarray
-    vertices: np.ndarray
-    faces: np.ndarray
     source: str | None = None
     #: volume (m^3), centre of volume in S (m), and inertia about that centre at unit density (S axes)
     volume: float = field(default=0.0)
     center_S: np.ndarray = field(default=None)
     unit_inertia_S: np.ndarray = field(default=None)
     watertight: bool = True
+    #: (vertices, faces) of a mesh; None for a primitive, whose tessellation is made when first asked for
+    mesh: tuple | None = field(default=None, repr=False)
+
+    @property
+    def vertices(self) -> np.ndarray:
+        """(n, 3) vertices in S (m): the mesh, or a primitive's tessellation (for drawing)."""
+        return (self.mesh or _tessellate(self.kind, self.size))[0]
+
+    @property
+    def faces(self) -> np.ndarray:
+        """(m, 3) int64 triangles (counter-clockwise seen from outside)."""
+        return (self.mesh or _tessellate(self.kind, self.size))[1]
 
     def vertices_in(self, X_WL: np.ndarray) -> np.ndarray:
         """Mesh vertices (n, 3) in the world frame, given the owner's pose ``X_WL``."""
@@ -107,13 +118,20 @@ def _primitive_mass_properties(kind: str, size: tuple):
     return V, I
 
 
+# The unit box's corners and triangles, the same as the tessellation used before (trimesh's box),
+# so collision results do not change: corner k has x = bit 2, y = bit 1, z = bit 0 of k.
+_BOX_V = np.array([[(k >> 2) & 1, (k >> 1) & 1, k & 1] for k in range(8)], dtype=np.float64) - 0.5
+_BOX_F = np.array([[1, 3, 0], [4, 1, 0], [0, 3, 2], [2, 4, 0], [1, 7, 3], [5, 1, 4], [5, 7, 1], [3, 7, 2],
+                   [6, 4, 2], [2, 7, 6], [6, 5, 4], [7, 5, 6]], dtype=np.int64)
+
+
 @lru_cache(maxsize=64)
 def _tessellate(kind: str, size: tuple):
-    import trimesh
-
     if kind == "box":
-        m = trimesh.creation.box(extents=size)
-    elif kind == "sphere":
+        return _ro(_BOX_V * np.asarray(size, dtype=np.float64)), _ro(_BOX_F.copy())
+    import trimesh  # ~0.5 s to import: only when a round primitive is drawn or measured vertex by vertex
+
+    if kind == "sphere":
         m = trimesh.creation.icosphere(subdivisions=3, radius=size[0])
     elif kind == "cylinder":
         m = trimesh.creation.cylinder(radius=size[0], height=size[1], sections=32)
@@ -129,51 +147,161 @@ def make_primitive(kind: str, size, X_LS: np.ndarray | None = None) -> Shape:
     """Build a primitive :class:`Shape` (sizes in metres)."""
     size = tuple(float(s) for s in size)
     V, I = _primitive_mass_properties(kind, size)
-    verts, faces = _tessellate(kind, size)
     return Shape(kind=kind, size=size, X_LS=_ro(np.eye(4) if X_LS is None else np.asarray(X_LS, float)),
-                 vertices=verts, faces=faces, volume=V, center_S=_ro(np.zeros(3)), unit_inertia_S=_ro(I))
+                 volume=V, center_S=_ro(np.zeros(3)), unit_inertia_S=_ro(I))
 
 
 # -- meshes -------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=128)
-def _load_mesh_file(path: str, mtime: float, scale: tuple):
+#: vertices closer than this (m, per coordinate after rounding) are one vertex, as in trimesh's merge
+MERGE_DIGITS = 8
+#: largest coordinate (file units) a mesh file may hold before scaling
+MAX_RAW_COORDINATE = 1e10
+
+
+def merge_vertices(V: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge vertices equal after rounding to ``MERGE_DIGITS`` decimals and drop unreferenced ones.
+
+    The first occurrence of each vertex is kept, in the order of first occurrence, so the result is
+    the one trimesh's processing gives (the meshes and contacts stay what they were).
+    """
+    ref = np.zeros(len(V), dtype=bool)
+    ref[F] = True
+    idx = np.flatnonzero(ref)
+    rows = np.ascontiguousarray(np.round(V[idx] * (10 ** MERGE_DIGITS)).astype(np.int64))
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    order = first.argsort()
+    new_of_unique = order.argsort()
+    remap = np.zeros(len(V), dtype=np.int64)
+    remap[idx] = new_of_unique[inverse.reshape(-1)]
+    return V[idx[first[order]]], remap[F]
+
+
+def closed_and_consistent(F: np.ndarray) -> tuple[bool, bool]:
+    """(every edge shared by exactly two triangles, every shared edge used in opposite directions)."""
+    E = F[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2)
+    Es = np.sort(E, axis=1)
+    _, inverse, counts = np.unique(Es, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    closed = bool((counts == 2).all())
+    if not closed:
+        return False, False
+    # the two uses of each edge: opposite directions means E[a] == E[b][::-1], i.e. a's start is b's end
+    order = np.argsort(inverse, kind="stable")
+    a, b = E[order[0::2]], E[order[1::2]]
+    return True, bool((a[:, 1] == b[:, 0]).all())
+
+
+def mass_properties(triangles: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """Volume, centre of volume and inertia about it at unit density of a closed, outward-wound mesh.
+
+    ``triangles`` (n, 3, 3).  The divergence theorem over each triangle (Eberly, "Polyhedral Mass
+    Properties (Revisited)", 2002): integrals of 1, x, y, z, x^2, y^2, z^2, xy, yz, zx.
+    """
+    p0, p1, p2 = triangles[:, 0, :], triangles[:, 1, :], triangles[:, 2, :]
+    d = np.cross(p1 - p0, p2 - p1)                 # twice the area times the outward normal
+    f1 = p0 + p1 + p2
+    f2 = p0 ** 2 + p1 ** 2 + p0 * p1 + p2 * f1
+    f3 = p0 ** 3 + p0 ** 2 * p1 + p0 * p1 ** 2 + p1 ** 3 + p2 * f2
+    g0 = f2 + (p0 + f1) * p0
+    g1 = f2 + (p1 + f1) * p1
+    g2 = f2 + (p2 + f1) * p2
+    # one row per integral, summed along the triangles (numpy's pairwise sum over a contiguous row)
+    rows = np.empty((10, len(d)))
+    rows[0] = d[:, 0] * f1[:, 0]
+    rows[1:4] = (d * f2).T
+    rows[4:7] = (d * f3).T
+    for i in range(3):                              # products xy, yz, zx
+        j = (i + 1) % 3
+        rows[7 + i] = d[:, i] * (p0[:, j] * g0[:, i] + p1[:, j] * g1[:, i] + p2[:, j] * g2[:, i])
+    ints = rows.sum(axis=1) / np.array([6.0, 24, 24, 24, 60, 60, 60, 120, 120, 120])
+    V = ints[0]
+    c = ints[1:4] / V if V != 0 else np.full(3, np.nan)
+    xx, yy, zz = ints[4:7]
+    I = np.empty((3, 3))
+    I[0, 0] = yy + zz - V * (c[[1, 2]] ** 2).sum()
+    I[1, 1] = xx + zz - V * (c[[0, 2]] ** 2).sum()
+    I[2, 2] = xx + yy - V * (c[[0, 1]] ** 2).sum()
+    I[0, 1] = I[1, 0] = -(ints[7] - V * (c[0] * c[1]))
+    I[1, 2] = I[2, 1] = -(ints[8] - V * (c[1] * c[2]))
+    I[0, 2] = I[2, 0] = -(ints[9] - V * (c[0] * c[2]))
+    return float(V), c, I
+
+
+def _read_raw(path: str) -> tuple[np.ndarray, np.ndarray]:
+    from .meshfile import READERS, read_mesh
+
+    if Path(path).suffix.lower() in READERS:
+        return read_mesh(path)
+    return _read_with_trimesh(path)
+
+
+def _read_with_trimesh(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """glTF binary/text: trimesh reads them (from bytes we read, so no other file is opened)."""
+    import io
+
     import trimesh
 
+    from .meshfile import MAX_MESH_BYTES
+    from .model.yamlio import read_regular_file
+
+    data = read_regular_file(path, MAX_MESH_BYTES, "mesh file")
     try:
-        m = trimesh.load(path, force="mesh", process=True)
-    except Exception as e:  # trimesh raises many kinds; report them as one model error
-        raise ModelError(f"cannot read mesh: {type(e).__name__}: {e}", file=path) from None
+        m = trimesh.load(io.BytesIO(data), file_type=Path(path).suffix.lower()[1:], force="mesh", process=False)
+    except Exception as e:  # noqa: BLE001 - trimesh raises many kinds; report them as one model error
+        raise ModelError(f"cannot read mesh: {type(e).__name__}", file=path) from None
     if not isinstance(m, trimesh.Trimesh) or len(m.faces) == 0:
         raise ModelError("mesh has no triangles", file=path)
-    verts = np.asarray(m.vertices, dtype=float) * np.asarray(scale, dtype=float)
-    faces = np.asarray(m.faces, dtype=np.int64)
-    m = trimesh.Trimesh(verts, faces, process=True)
-    watertight = bool(m.is_watertight and m.is_volume)
-    if watertight:
-        V = float(m.volume)
-        c = np.asarray(m.center_mass, dtype=float)
-        I = np.asarray(m.moment_inertia, dtype=float)  # unit density, about the centre of mass
-    else:
-        V, c, I = 0.0, np.zeros(3), np.zeros((3, 3))
-    return _ro(np.asarray(m.vertices, float)), _ro(np.asarray(m.faces, np.int64)), V, _ro(c), _ro(I), watertight
+    return np.asarray(m.vertices, dtype=float), np.asarray(m.faces, dtype=np.int64)
+
+
+@lru_cache(maxsize=128)
+def _load_mesh_file(path: str, stamp: tuple, scale: tuple):
+    from .model.bounds import POSITION
+
+    V, F = _read_raw(path)
+    if np.abs(V).max() > MAX_RAW_COORDINATE:
+        raise ModelError(f"mesh coordinates beyond +-{MAX_RAW_COORDINATE:g} (file units)", file=path)
+    V, F = merge_vertices(V, F)             # as the file is read ...
+    V = V * np.asarray(scale, dtype=float)
+    lim = POSITION[1]
+    if np.abs(V).max() > lim:
+        raise ModelError(f"scaled mesh coordinates reach {np.abs(V).max():g} m, beyond the +-{lim:g} m "
+                         "allowed for positions", file=path)
+    V, F = merge_vertices(V, F)             # ... and again after scaling
+    closed, consistent = closed_and_consistent(F)
+    watertight = False
+    vol, c, I = 0.0, np.zeros(3), np.zeros((3, 3))
+    if closed and consistent:
+        v, cc, II = mass_properties(V[F])
+        if v > 0 and np.isfinite(cc).all():
+            watertight, vol, c, I = True, v, cc, II
+    return _ro(V), _ro(F), vol, _ro(c), _ro(I), watertight
 
 
 def load_mesh_shape(path: str | Path, *, scale=1.0, X_LS: np.ndarray | None = None) -> Shape:
-    """Load a triangle mesh file (STL, OBJ, PLY, OFF, glTF) into a :class:`Shape`.
+    """Load a triangle mesh file (STL, OBJ, PLY, OFF; glTF through trimesh) into a :class:`Shape`.
 
     ``scale`` (scalar or (3,)) converts file units to metres.  Mass properties are available only
     when the mesh is watertight and consistently oriented (``watertight``); a mesh that is open or
     inverted would silently give a wrong volume, so callers that need its inertia must check.
+    Raises :class:`ModelError` for a missing, unreadable, oversized or malformed file (see
+    :mod:`graspsim.meshfile`).
     """
     path = Path(path)
-    if not path.is_file():
-        raise ModelError("mesh file not found", file=str(path))
+    p = str(path)
     if path.suffix.lower() not in MESH_SUFFIXES:
-        raise ModelError(f"unsupported mesh format '{path.suffix}'; use one of {', '.join(MESH_SUFFIXES)}",
-                         file=str(path))
+        raise ModelError(f"unsupported mesh format '{path.suffix[:16]}'; use one of {', '.join(MESH_SUFFIXES)}",
+                         file=p)
+    try:
+        st = os.stat(p)
+        resolved = str(path.resolve())
+    except FileNotFoundError:
+        raise ModelError("mesh file not found", file=p) from None
+    except (OSError, ValueError, RuntimeError) as e:
+        reason = e.strerror.lower() if isinstance(e, OSError) and e.strerror else type(e).__name__
+        raise ModelError(f"cannot read mesh file: {reason}", file=p) from None
     s = np.broadcast_to(np.asarray(scale, dtype=float), (3,))
-    verts, faces, V, c, I, wt = _load_mesh_file(str(path.resolve()), path.stat().st_mtime, tuple(s))
+    verts, faces, V, c, I, wt = _load_mesh_file(resolved, (st.st_mtime_ns, st.st_size, st.st_ino), tuple(s))
     return Shape(kind="mesh", size=(), X_LS=_ro(np.eye(4) if X_LS is None else np.asarray(X_LS, float)),
-                 vertices=verts, faces=faces, source=str(path), volume=V, center_S=c, unit_inertia_S=I,
-                 watertight=wt)
+                 source=p, volume=V, center_S=c, unit_inertia_S=I, watertight=wt, mesh=(verts, faces))

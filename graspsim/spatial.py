@@ -10,13 +10,16 @@ Conventions (used everywhere in graspsim):
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = [
     "skew", "rot_x", "rot_y", "rot_z", "rot_axis_angle", "rpy_to_matrix", "matrix_to_rpy",
     "quat_to_matrix", "matrix_to_quat", "quat_multiply", "quat_normalize", "quat_conjugate",
     "quat_from_axis_angle", "transform", "inverse", "dh_transform", "translation", "rotation_log",
-    "euler_parameter_rate_matrix", "quat_integrate", "slerp",
+    "euler_parameter_rate_matrix", "quat_integrate", "slerp", "RIGID_TOL", "rigid_problem", "check_rigid",
+    "UNIT_QUAT_TOL", "unit_quat_problems",
 ]
 
 
@@ -218,3 +221,66 @@ def slerp(q0, q1, s: float) -> np.ndarray:
         return q / np.linalg.norm(q)
     th = np.arccos(d)
     return (np.sin((1 - s) * th) * q0 + np.sin(s * th) * q1) / np.sin(th)
+
+
+#: tolerance of a rigid pose: max |R^T R - I| and max |last row - [0, 0, 0, 1]| (so lengths are kept to
+#: 1e-6 relative, 1 um per metre: far below the 0.1 mm contact threshold at robot scale, well above
+#: the rounding of poses composed through kinematic chains or typed with 7 significant digits)
+RIGID_TOL = 1e-6
+
+
+def rigid_problem(X, tol: float = RIGID_TOL) -> str | None:
+    """Why ``X`` is not a finite rigid 4x4 transform (orthonormal rotation with det +1, last row
+    [0, 0, 0, 1], each to ``tol``), or None when it is one."""
+    try:
+        X = np.asarray(X, dtype=float)
+    except (TypeError, ValueError):
+        return "is not an array of numbers"
+    if X.shape != (4, 4):
+        return f"must be a 4x4 transform, got shape {X.shape}"
+    # on Python floats: a 4x4 is too small for numpy calls to pay (this runs per step for a moving base)
+    (a, b, c, x), (d, e, f, y), (g, h, i, z), last = X.tolist()
+    if not all(map(math.isfinite, (a, b, c, x, d, e, f, y, g, h, i, z, *last))):
+        return "has non-finite entries (NaN or inf)"
+    if max(abs(last[0]), abs(last[1]), abs(last[2]), abs(last[3] - 1.0)) > tol:
+        return f"last row must be [0, 0, 0, 1] (to {tol:g}), got {last}"
+    # R^T R - I: column norms and dot products
+    err = max(abs(a * a + d * d + g * g - 1.0), abs(b * b + e * e + h * h - 1.0), abs(c * c + f * f + i * i - 1.0),
+              abs(a * b + d * e + g * h), abs(a * c + d * f + g * i), abs(b * c + e * f + h * i))
+    if err > tol:
+        return (f"rotation part is not orthonormal: max |R^T R - I| = {err:.3g} > {tol:g} "
+                "(a scaled or sheared matrix is not a pose)")
+    if a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g) < 0:
+        return "rotation part has determinant -1 (a reflection, not a rotation)"
+    return None
+
+
+def check_rigid(X, what: str, tol: float = RIGID_TOL) -> np.ndarray:
+    """``X`` as a new float (4, 4) array; ValueError naming ``what`` unless it is a finite rigid
+    transform (see :func:`rigid_problem`)."""
+    problem = rigid_problem(X, tol)
+    if problem is not None:
+        raise ValueError(f"{what}: {problem}")
+    return np.array(X, dtype=float)
+
+
+#: quaternions within this of unit norm are renormalised; others are refused (see unit_quat_problems)
+UNIT_QUAT_TOL = 1e-6
+
+
+def unit_quat_problems(q: np.ndarray, tol: float = UNIT_QUAT_TOL) -> list[tuple[int, str]]:
+    """Rows of ``q`` (n, 4) that are not finite quaternions of norm within ``tol`` of 1, as
+    ``(row, problem)``.  A zero or far-from-unit quaternion is refused rather than normalised: it
+    is not a rotation anyone meant, and normalising it would pick one at random."""
+    q = np.asarray(q, dtype=float)
+    n = np.sqrt(np.einsum("ij,ij->i", q, q))
+    bad = np.flatnonzero(~(np.abs(n - 1.0) <= tol))      # NaN norms fail the comparison too
+    out = []
+    for r in bad:
+        if not np.isfinite(q[r]).all():
+            out.append((int(r), f"non-finite quaternion {q[r].tolist()}"))
+        elif n[r] == 0.0:
+            out.append((int(r), "zero quaternion (no rotation)"))
+        else:
+            out.append((int(r), f"quaternion {q[r].tolist()} has norm {n[r]:.9g}, not 1 (to {tol:g})"))
+    return out

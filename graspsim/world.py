@@ -14,7 +14,16 @@ from . import kinematics, spatial
 from .model import description as d
 from .model.bodies import BodyTable, body_table
 
-__all__ = ["World", "WorldState", "RobotHandle", "BodyHandle"]
+__all__ = ["World", "WorldState", "RobotHandle", "BodyHandle", "MAX_JOINT_VALUE"]
+
+#: largest DOF or joint value (rad or m), also for joints without limits: beyond it revolute joints
+#: lose their unwrapping precision (modulo 2 pi) and no prismatic joint is that long
+MAX_JOINT_VALUE = 1e6
+
+
+def _bounded(q: np.ndarray) -> bool:
+    """All finite and within +-MAX_JOINT_VALUE (NaN fails the comparison)."""
+    return bool(np.all(np.abs(q) <= MAX_JOINT_VALUE))
 
 
 @dataclass
@@ -27,14 +36,21 @@ class WorldState:
     #: per robot {joint index: value}: joints decoupled from their DOF (a broken-away Barrett
     #: proximal joint held where its link met the object); cleared by ``set_dofs``
     joint_overrides: list = None
+    #: per robot the DOF set points (ndof,) its drives hold when dynamics starts, or None: hold the
+    #: DOF values.  An auto-grasp leaves its closing command here, so that a simulation started
+    #: after it keeps squeezing; cleared by ``set_dofs``
+    drive_targets: list = None
 
     def __post_init__(self):
         if self.joint_overrides is None:
             self.joint_overrides = [dict() for _ in self.dofs]
+        if self.drive_targets is None:
+            self.drive_targets = [None] * len(self.dofs)
 
     def copy(self) -> "WorldState":
         return WorldState([a.copy() for a in self.dofs], [a.copy() for a in self.base_poses],
-                          [a.copy() for a in self.body_poses], [dict(o) for o in self.joint_overrides])
+                          [a.copy() for a in self.body_poses], [dict(o) for o in self.joint_overrides],
+                          [None if t is None else t.copy() for t in self.drive_targets])
 
 
 class RobotHandle:
@@ -75,13 +91,17 @@ class RobotHandle:
             for k, v in values.items():
                 if k not in self.description.dof_index:
                     raise KeyError(f"robot '{self.name}' has no DOF '{k}'; DOFs: {', '.join(self.dof_names)}")
-                new[self.description.dof_index[k]] = float(v)
+                try:
+                    new[self.description.dof_index[k]] = float(v)
+                except (TypeError, ValueError):
+                    raise ValueError(f"robot '{self.name}': DOF '{k}' must be a number, got {v!r}") from None
         else:
-            new = np.asarray(values, dtype=float).reshape(-1)
+            new = _floats(values, f"robot '{self.name}': DOF values").reshape(-1)
             if new.shape != cur.shape:
                 raise ValueError(f"robot '{self.name}' has {cur.size} DOFs, got {new.size} values")
-        if not np.all(np.isfinite(new)):
-            raise ValueError(f"robot '{self.name}': DOF values must be finite, got {new}")
+        if not _bounded(new):
+            raise ValueError(f"robot '{self.name}': DOF values must be finite and within +-{MAX_JOINT_VALUE:g}, "
+                             f"got {new}")
         lim = self.dof_limits
         if check_limits and np.any((new < lim[:, 0] - 1e-9) | (new > lim[:, 1] + 1e-9)):
             bad = [f"{n}={v:.4g} not in [{a:.4g}, {b:.4g}]" for n, v, (a, b) in zip(self.dof_names, new, lim)
@@ -89,16 +109,22 @@ class RobotHandle:
             raise ValueError(f"robot '{self.name}': DOF values outside limits: {'; '.join(bad)}")
         cur[:] = new
         self._world.state.joint_overrides[self.index].clear()
+        self._world.state.drive_targets[self.index] = None     # the drives hold the new values
 
     def set_joint_values(self, q: np.ndarray) -> None:
         """Set every joint value (nj,) directly; DOF values follow from each DOF's first joint, and
         joints that do not match their coupling are kept as overrides (decoupled joints)."""
         from .kinematics import dof_values_from_joints, joint_values as jv
 
-        q = np.asarray(q, dtype=float).reshape(-1)
+        q = _floats(q, f"robot '{self.name}': joint values").reshape(-1)
+        nj = len(self.description.joints)
+        if q.shape != (nj,) or not _bounded(q):
+            raise ValueError(f"robot '{self.name}': joint values must be {nj} finite numbers within "
+                             f"+-{MAX_JOINT_VALUE:g} (rad or m), got {q}")
         dofs = dof_values_from_joints(self.description, q)
         self._world.state.dofs[self.index][:] = dofs
         coupled = jv(self.description, dofs)
+        self._world.state.drive_targets[self.index] = None
         ov = self._world.state.joint_overrides[self.index]
         ov.clear()
         for n, j in enumerate(self.description.joints):
@@ -117,9 +143,10 @@ class RobotHandle:
 
     @base_pose.setter
     def base_pose(self, X: np.ndarray) -> None:
+        """A finite rigid 4x4 transform in W (m; see :func:`graspsim.spatial.rigid_problem`), else ValueError."""
         if self.instance.mount is not None:
             raise ValueError(f"robot '{self.name}' is mounted on another robot; move that robot instead")
-        self._world.state.base_poses[self.index] = np.asarray(X, dtype=float).copy()
+        self._world.state.base_poses[self.index] = spatial.check_rigid(X, f"robot '{self.name}': base pose")
 
     def link_poses(self) -> np.ndarray:
         """World poses (nlinks, 4, 4) of the link frames."""
@@ -167,10 +194,8 @@ class BodyHandle:
 
     @pose.setter
     def pose(self, X: np.ndarray) -> None:
-        X = np.asarray(X, dtype=float)
-        if X.shape != (4, 4) or not np.all(np.isfinite(X)):
-            raise ValueError(f"body '{self.name}': pose must be a finite 4x4 transform")
-        self._world.state.body_poses[self.index] = X.copy()
+        """A finite rigid 4x4 transform in W (m; see :func:`graspsim.spatial.rigid_problem`), else ValueError."""
+        self._world.state.body_poses[self.index] = spatial.check_rigid(X, f"body '{self.name}': pose")
 
     @property
     def com_world(self) -> np.ndarray:
@@ -192,6 +217,8 @@ class World:
             state = WorldState([r.initial_dofs.copy() for r in description.robots],
                                [r.X_WB.copy() for r in description.robots],
                                [b.X_WO.copy() for b in description.bodies])
+        else:
+            self.check_state(state)
         self.state = state
         self.robots = {r.name: RobotHandle(self, i) for i, r in enumerate(description.robots)}
         self.bodies = {b.name: BodyHandle(self, i) for i, b in enumerate(description.bodies)}
@@ -237,7 +264,39 @@ class World:
         return self.state.copy()
 
     def restore_state(self, state: WorldState) -> None:
+        """Make a copy of ``state`` current; ValueError (state unchanged) when it does not fit this
+        world (see :meth:`check_state`)."""
+        self.check_state(state)
         self.state = state.copy()
+
+    def check_state(self, state: WorldState | None = None) -> None:
+        """ValueError naming the entry unless ``state`` (default: the current one) fits this world:
+        per robot (ndof,) DOF values and joint overrides, finite and within +-MAX_JOINT_VALUE, a finite rigid base pose
+        (unmounted robots; :func:`graspsim.spatial.rigid_problem`), per body a finite rigid pose.
+        DOF limits are not checked (a simulation may push a DOF a little past one)."""
+        st = self.state if state is None else state
+        desc = self.description
+        if not isinstance(st, WorldState):
+            raise ValueError(f"world '{self.name}': a state must be a WorldState, got {type(st).__name__}")
+        nr, nbody = len(desc.robots), len(desc.bodies)
+        if len(st.dofs) != nr or len(st.base_poses) != nr or len(st.body_poses) != nbody \
+                or len(st.joint_overrides) != nr:
+            raise ValueError(f"world '{self.name}': state has {len(st.dofs)} DOF arrays, {len(st.base_poses)} base "
+                             f"poses, {len(st.joint_overrides)} override sets and {len(st.body_poses)} body poses; the "
+                             f"world has {nr} robots and {nbody} bodies")
+        for inst, dofs, X, ov in zip(desc.robots, st.dofs, st.base_poses, st.joint_overrides):
+            q = _floats(dofs, f"robot '{inst.name}': DOF values")
+            nd = len(inst.robot.dofs)
+            if q.shape != (nd,) or not _bounded(q):
+                raise ValueError(f"robot '{inst.name}': DOF values must be {nd} finite numbers within "
+                                 f"+-{MAX_JOINT_VALUE:g}, got {q}")
+            if not _bounded(_floats(list(ov.values()), f"robot '{inst.name}': joint overrides")):
+                raise ValueError(f"robot '{inst.name}': joint overrides must be finite and within "
+                                 f"+-{MAX_JOINT_VALUE:g}, got {ov}")
+            if inst.mount is None:
+                spatial.check_rigid(X, f"robot '{inst.name}': base pose")
+        for inst, X in zip(desc.bodies, st.body_poses):
+            spatial.check_rigid(X, f"body '{inst.name}': pose")
 
     def summary(self) -> str:
         """A human-readable description: robots and DOFs with limits, bodies, masses, materials."""
@@ -266,8 +325,18 @@ class World:
         for b in self.bodies.values():
             p = b.pose[:3, 3]
             m = f"{b.mass:.4g} kg" if b.dynamic else "static"
-            lines.append(f"  body '{b.name}': {m}, {b.material}, at [{p[0]:.4g}, {p[1]:.4g}, {p[2]:.4g}] m")
+            note = b.instance.obj.mass_note if b.dynamic else ""
+            lines.append(f"  body '{b.name}': {m}, {b.material}, at [{p[0]:.4g}, {p[1]:.4g}, {p[2]:.4g}] m"
+                         + (f" ({note})" if note else ""))
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return f"<World {self.name}: robots {list(self.robots)}, bodies {list(self.bodies)}>"
+
+
+def _floats(values, what: str) -> np.ndarray:
+    """``values`` as a float array, or ValueError naming ``what`` (not numbers, e.g. strings or None)."""
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be numbers, got {values!r}") from None

@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -218,23 +220,71 @@ def test_outcomes_force_closure_and_pregrasp_collisions_recorded(reference):
         assert r["epsilon"] is None and r["approach_stop"] is None
 
 
-def test_two_workers_identical_to_serial(reference, tmp_path):
+def test_two_workers_from_an_unguarded_script_identical_to_serial(reference, tmp_path):
+    """The README's API block as a script without an `if __name__ == "__main__":` guard: the worker
+    processes must not run the script again (it would call run_batch in each of them)."""
     _, ref = reference
-    res = run_batch(SMALL, _db(tmp_path, "w2"), workers=2, chunk_size=3, progress="off")
-    assert res.backend == "processes" and res.workers == 2 and res.evaluated == len(ref)
-    rows = read_results(_db(tmp_path, "w2"))
+    cfg_file = tmp_path / "small.yaml"
+    cfg_file.write_text(yaml.safe_dump(SMALL))
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys\n"
+        "from graspsim.batch import run_batch\n"
+        "with open(sys.argv[3], 'a') as f:\n"
+        "    f.write('top level ran\\n')\n"
+        "res = run_batch(sys.argv[1], sys.argv[2], workers=2, chunk_size=3, progress='off')\n"
+        "print(res.backend, res.workers, res.evaluated)\n")
+    db, marks = _db(tmp_path, "w2"), tmp_path / "marks.txt"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    p = subprocess.run([sys.executable, str(script), str(cfg_file), str(db), str(marks)], capture_output=True,
+                       text=True, cwd=str(tmp_path), env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["processes", "2", str(len(ref))]
+    assert marks.read_text() == "top level ran\n"          # once: in the parent only
+    rows = read_results(db)
     assert len({r["worker"] for r in rows}) == 2          # both processes evaluated candidates
-    _same(ref, read_results(_db(tmp_path, "w2"), timings=False))
+    _same(ref, read_results(db, timings=False))
 
 
-def test_dask_local_cluster_identical_to_serial(reference, tmp_path):
+def test_run_batch_in_a_starting_process_refuses_and_leaves_the_database_alone(tmp_path):
+    """What a Dask worker restart does with an unguarded script: a process started with 'spawn'
+    runs the script again while it starts; run_batch there must refuse, saying what to do."""
+    script = tmp_path / "restarted.py"
+    script.write_text(
+        "import multiprocessing as mp, sys\n"
+        "from graspsim.batch import BatchError, run_batch\n"
+        "if __name__ != '__main__':          # the child, importing this script while it starts\n"
+        "    try:\n"
+        "        run_batch(sys.argv[1], sys.argv[2], progress='off')\n"
+        "    except BatchError as e:\n"
+        "        print('child:', e, flush=True)\n"
+        "if __name__ == '__main__':\n"
+        "    p = mp.get_context('spawn').Process(target=print, args=('target ran',))\n"
+        "    p.start(); p.join(); sys.exit(p.exitcode)\n")
+    cfg_file = tmp_path / "small.yaml"
+    cfg_file.write_text(yaml.safe_dump(SMALL))
+    db = _db(tmp_path, "untouched")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    p = subprocess.run([sys.executable, str(script), str(cfg_file), str(db)], capture_output=True, text=True,
+                       cwd=str(tmp_path), env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["child: run_batch was called while a new process was starting up and running "
+                                     "the main script again (e.g. a Dask worker process); put the script's main "
+                                     "code under 'if __name__ == \"__main__\":'", "target ran"]
+    assert not db.exists() and not Path(f"{db}.lock").exists()
+
+
+def test_dask_local_cluster_identical_to_serial(reference, tmp_path, capsys):
     from distributed import Client, LocalCluster
 
     _, ref = reference
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None, protocol="tcp://",
+                      host="127.0.0.1") as cl:
         # by scheduler address, as `graspsim batch --scheduler ADDRESS` does
+        assert cl.scheduler_address.startswith("tcp://127.0.0.1:")
         res = run_batch(SMALL, _db(tmp_path, "dask"), scheduler=cl.scheduler_address, chunk_size=4, progress="off")
         assert res.backend == "dask" and res.workers == 2 and res.evaluated == len(ref)
+        assert "warning" not in capsys.readouterr().err       # plain tcp on the loopback interface: no warning
         _same(ref, read_results(_db(tmp_path, "dask"), timings=False))
         # with a Client of the caller's; resuming a partly filled database on Dask
         with Client(cl) as client:
@@ -261,8 +311,8 @@ def test_candidate_that_raises_is_recorded_and_the_run_goes_on(reference, tmp_pa
             assert r["error_stage"] == "pregrasp" and "injected failure" in r["error"]
     _same([r for r in ref if r["id"] not in bad], [r for r in rows if r["id"] not in bad])
     s = summarize(db)
-    assert s.failures == [("SimulationError", "pregrasp", 2, s.failures[0][3])]
-    assert "SimulationError (pregrasp): 2" in s.text()
+    assert s.errors == [("SimulationError", "pregrasp", 2, s.errors[0][3])] and s.outcomes["error"] == 2
+    assert "SimulationError (pregrasp): 2" in s.text() and re.search(r"^  error +2 ", s.text(), re.M)
 
 
 def test_crashed_worker_candidates_are_requeued_or_recorded(reference, tmp_path):
@@ -396,28 +446,244 @@ def test_run_config_table_holds_configuration_and_version(reference):
     assert meta["config_hash"] == load_config(SMALL).config_hash()
 
 
-def test_summary_counts_and_plots(reference, tmp_path, capsys):
+def _expected_outcomes(rows):
+    """Outcome counts of a static run, computed from the rows independently of graspsim.batch."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    return {"force_closure": sum(1 for r in ok if r["force_closure"]),
+            "no_force_closure": sum(1 for r in ok if not r["force_closure"] and r["n_contacts"] > 0),
+            "no_contact": sum(1 for r in ok if r["n_contacts"] == 0),
+            "pregrasp_collision": sum(1 for r in rows if r["status"] == "pregrasp_collision"),
+            "error": sum(1 for r in rows if r["status"] == "error")}
+
+
+def test_summary_counts_add_up_and_name_the_failures(reference, capsys):
+    """#16: 'failures: none' was printed next to 29 % pre-grasp collisions.  Every candidate has one
+    outcome; the outcome counts, the success and the failures add up to the candidates, and the
+    text says what each failure is."""
     from graspsim.cli import main
 
     db, rows = reference
     s = summarize(db, top=3)
-    st = Counter(r["status"] for r in rows)
-    assert s.by_status == dict(st) and s.evaluated == s.total == len(rows)
+    exp = _expected_outcomes(rows)
+    n = len(rows)
+    assert exp["pregrasp_collision"] > 0 and exp["force_closure"] > 0 and exp["no_force_closure"] > 0
+    assert s.outcomes == exp and sum(s.outcomes.values()) == s.evaluated == s.total == n
+    assert s.success == exp["force_closure"] and s.success + sum(s.failures.values()) == n
+    assert s.by_status == dict(Counter(r["status"] for r in rows))
     fc = [r for r in rows if r["force_closure"]]
-    assert s.force_closure == len(fc)
-    assert sorted(s.epsilon) == sorted(r["epsilon"] for r in fc)
+    assert s.force_closure == len(fc) and sorted(s.epsilon) == sorted(r["epsilon"] for r in fc)
     assert [r["id"] for r in s.best] == [r["id"] for r in sorted(fc, key=lambda r: (-r["epsilon"], r["id"]))[:3]]
-    assert main(["results", "summary", str(db), "--top", "3", "--plots", str(tmp_path / "plots")]) == 0
+    # the bodies the open hand overlapped, from the collision pairs ('barrett/link-body; ...')
+    hit = Counter(b for r in rows if r["status"] == "pregrasp_collision"
+                  for b in {x for pair in r["collision"].split("; ") for x in pair.split("-")
+                            if not x.startswith("barrett/")})
+    assert s.collisions == dict(hit) and hit["table"] == exp["pregrasp_collision"]
+    from graspsim.batch.summary import _overlapped
+    assert _overlapped({"collision": "barrett/palm-coffee-mug; shelf-2-barrett/f1_dist; barrett/f2_dist-table"},
+                       "barrett") == {"coffee-mug", "shelf-2", "table"}      # body names with '-'
+
+    assert main(["results", "summary", str(db), "--top", "3"]) == 0
     out = capsys.readouterr().out
-    assert f"candidates: {len(rows)}, evaluated: {len(rows)}" in out
-    assert f"pregrasp_collision {st['pregrasp_collision']}" in out and "best 3 grasps" in out
-    assert "failures: none" in out
+    assert "failures: none" not in out
+    assert f"candidates: {n}; evaluated: {n}" in out and "not evaluated yet" not in out
+    labels = {"force_closure": "force closure", "no_force_closure": "no force closure", "no_contact": "no contact",
+              "pregrasp_collision": "pre-grasp collision", "error": "error"}
+    for k, label in labels.items():
+        m = re.search(rf"^  {label} +(\d+) +([\d.]+)%  (.+)$", out, re.M)
+        assert m, f"no outcome line for {label}:\n{out}"
+        assert int(m[1]) == exp[k] and m[2] == f"{100 * exp[k] / n:.1f}"
+    assert re.search(rf"^  total +{n} +100.0%$", out, re.M)
+    assert re.search(r"pre-grasp collision +\d+ +[\d.]+%  the open hand already overlapped another body at its "
+                     r"start pose", out)
+    nf = n - exp["force_closure"]
+    assert (f"success (force closure): {exp['force_closure']} of {n} evaluated candidates "
+            f"({100 * exp['force_closure'] / n:.1f}%); {exp['force_closure']} of the "
+            f"{n - exp['pregrasp_collision'] - exp['error']} that reached the grasp") in out
+    assert (f"failures: {nf} of {n} evaluated candidates ({100 * nf / n:.1f}%) did not reach force closure: "
+            f"no force closure {exp['no_force_closure']}") in out
+    assert f"pre-grasp collision {exp['pregrasp_collision']}" in out.split("failures:")[1]
+    assert f"overlapped: table {exp['pregrasp_collision']}" in out
+    assert "best 3 grasps" in out and f"n={exp['force_closure']})" in out
+
+
+def test_summary_plots_keep_text_and_points_inside(reference, tmp_path, capsys):
+    """#16: the epsilon histogram's title was cut and the straight-down approach half clipped.
+    Measured on the drawn figures: every text inside the figure (and every text of an axes inside
+    it), every direction marker whole inside its axes."""
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import PathCollection
+
+    from graspsim.batch.summary import summary_figures
+    from graspsim.cli import main
+
+    db, rows = reference
+    s = summarize(db)
+    s.name = "a rather long batch name that used to run off the figure"
+    figs = summary_figures(s)
+    assert [f for f, _ in figs] == ["epsilon_hist.png", "success_vs_direction.png"]
+    tol = 0.5                                               # pixels
+    for name, fig in figs:
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        W, H = fig.bbox.width, fig.bbox.height
+        # everything drawn (titles, labels, tick labels, colour bar) within the figure
+        tight = fig.get_tightbbox(r).transformed(fig.dpi_scale_trans)
+        assert tight.x0 >= -tol and tight.y0 >= -tol and tight.x1 <= W + tol and tight.y1 <= H + tol, \
+            f"{name}: drawn extent {tight} outside the figure ({W} x {H})"
+        texts = [t for ax in fig.axes for t in (ax.title, ax.xaxis.label, ax.yaxis.label) if t.get_text()]
+        assert len(texts) >= 3
+        for t in texts:
+            bb = t.get_window_extent(r)
+            assert bb.x0 >= -tol and bb.y0 >= -tol and bb.x1 <= W + tol and bb.y1 <= H + tol, \
+                f"{name}: text {t.get_text()!r} at {bb} outside the figure ({W} x {H})"
+        for ax in fig.axes:
+            for t in ax.texts:                              # the bar counts: inside their axes
+                bb = t.get_window_extent(r)
+                assert ax.bbox.x0 - tol <= bb.x0 and bb.x1 <= ax.bbox.x1 + tol
+                assert ax.bbox.y0 - tol <= bb.y0 and bb.y1 <= ax.bbox.y1 + tol, f"{t.get_text()!r} above its axes"
+    title = figs[0][1].axes[0].get_title()
+    assert s.name in title.replace("\n", " ") and f"{len(s.epsilon)} force-closure grasps of {len(rows)}" in title
+    fig = figs[1][1]
+    ax = fig.axes[1]
+    pts = [c for c in ax.collections if isinstance(c, PathCollection)][0]
+    xy = ax.transData.transform(pts.get_offsets())
+    radius = np.sqrt(pts.get_sizes()[0]) / 2 * fig.dpi / 72.0  # marker size is an area in points^2
+    n_dirs = len({(r["dir_x"], r["dir_y"], r["dir_z"]) for r in rows})
+    assert len(xy) == n_dirs
+    down = np.argmin(pts.get_offsets()[:, 1])
+    assert pts.get_offsets()[down, 1] == -90.0                # straight down is one of the directions
+    assert np.all(xy[:, 0] - radius >= ax.bbox.x0) and np.all(xy[:, 0] + radius <= ax.bbox.x1)
+    assert np.all(xy[:, 1] - radius >= ax.bbox.y0) and np.all(xy[:, 1] + radius <= ax.bbox.y1)
+    for _, f in figs:
+        plt.close(f)
+    # and as files, through the command line
+    assert main(["results", "summary", str(db), "--plots", str(tmp_path / "plots")]) == 0
     for f in ("epsilon_hist.png", "success_vs_direction.png"):
         data = (tmp_path / "plots" / f).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
     assert main(["results", "export", str(db), str(tmp_path / "x.csv"), "--no-timings"]) == 0
     assert f"exported {len(rows)} rows" in capsys.readouterr().out
     assert read_csv(tmp_path / "x.csv") == rows
+
+
+def test_limit_evaluates_an_even_spread_and_resume_completes(reference, tmp_path, capsys):
+    from graspsim.cli import main
+
+    _, ref = reference
+    n = len(ref)
+    cfg_file = tmp_path / "small.yaml"
+    cfg_file.write_text(yaml.safe_dump(SMALL))
+    db = _db(tmp_path, "limit")
+    assert main(["batch", str(cfg_file), "--db", str(db), "--limit", "7", "--progress", "off"]) == 0
+    out = capsys.readouterr().out
+    rows = read_results(db, timings=False)
+    ids = [(i * n) // 7 for i in range(7)]
+    assert [r["id"] for r in rows] == ids                   # spread over all candidates, not the first 7
+    _same([r for r in ref if r["id"] in ids], rows)
+    exp = {k: v for k, v in _expected_outcomes(rows).items() if v}
+    labels = {"force_closure": "force closure", "no_force_closure": "no force closure", "no_contact": "no contact",
+              "pregrasp_collision": "pre-grasp collision", "error": "error"}
+    counted = ", ".join(f"{labels[k]} {v}" for k, v in exp.items())
+    assert f"{n} candidates; 0 already done, 7 evaluated now (in this process): {counted}; " \
+           f"{n - 7} not evaluated yet (--limit 7): continue with --resume" in out
+    s = summarize(db)
+    assert s.evaluated == 7 and sum(s.outcomes.values()) == 7
+    assert f"candidates: {n}; evaluated: 7; not evaluated yet: {n - 7}" in s.text()
+    # the rest
+    assert main(["batch", str(cfg_file), "--db", str(db), "--resume", "--progress", "off"]) == 0
+    assert f"7 already done, {n - 7} evaluated now" in capsys.readouterr().out
+    _same(ref, read_results(db, timings=False))
+    with pytest.raises(SystemExit):
+        main(["batch", str(cfg_file), "--db", str(db), "--limit", "0"])
+    assert "'0' is not a whole number >= 1" in capsys.readouterr().err
+    with pytest.raises(BatchError, match="limit must be a whole number >= 1"):
+        run_batch(SMALL, _db(tmp_path, "nolimit"), limit=0)
+    assert not _db(tmp_path, "nolimit").exists()
+
+
+def _holder(cfg_file, db, *, resume: bool, sleep_id: int):
+    """A runner process that holds the database: it sleeps in candidate ``sleep_id``."""
+    code = ("import sys; from graspsim.batch import run_batch; "
+            f"run_batch(sys.argv[1], sys.argv[2], resume={resume}, progress='off', "
+            f"_faults={{{sleep_id}: 'sleep:120'}})")
+    return subprocess.Popen([sys.executable, "-c", code, str(cfg_file), str(db)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=str(ROOT))
+
+
+def test_one_runner_per_database(reference, tmp_path):
+    """#15: a fresh run and a --resume run on one database both evaluated the remaining candidates.
+    Real processes: while a runner process holds the database, a resume (command line, another
+    process) and a fresh run (this process) are refused naming its pid; a killed runner leaves no
+    lock that blocks; a resumed runner excludes another resume; the table ends up complete, each
+    candidate once."""
+    _, ref = reference
+    cfg_file = tmp_path / "small.yaml"
+    cfg_file.write_text(yaml.safe_dump(SMALL))
+    db = _db(tmp_path, "locked")
+    lock = Path(f"{db}.lock")
+    a = _holder(cfg_file, db, resume=False, sleep_id=10)      # serial chunks of 7: ids 0-6 commit, then it sleeps
+    try:
+        _wait_rows(a, db, 7)
+        b = _start(cfg_file, db, "--resume")
+        with pytest.raises(BatchError) as ei:                  # fresh + fresh
+            run_batch(str(cfg_file), db, progress="off")
+        assert str(ei.value).startswith(f"'{db}' is in use: another graspsim batch run holds it (pid {a.pid} on ")
+        out, err = b.communicate(timeout=120)                  # fresh + resume, from the command line
+        assert b.returncode == 2, err
+        assert f"'{db}' is in use: another graspsim batch run holds it (pid {a.pid} on " in err
+        assert "continue it with --resume" in err and "Traceback" not in err
+        assert _count(db) == 7
+    finally:
+        a.kill()
+        a.wait(timeout=30)
+    assert lock.exists()                                        # left by the killed runner, but not locked
+    e = _holder(cfg_file, db, resume=True, sleep_id=20)
+    try:
+        _wait_rows(e, db, 14)
+        with pytest.raises(BatchError, match=rf"in use: .* \(pid {e.pid} on "):   # resume + resume
+            run_batch(str(cfg_file), db, resume=True, progress="off")
+    finally:
+        e.kill()
+        e.wait(timeout=30)
+    res = run_batch(str(cfg_file), db, resume=True, progress="off")
+    assert res.skipped + res.evaluated == len(ref) and res.remaining == 0
+    _same(ref, read_results(db, timings=False))                 # every candidate once, as the serial run
+    assert not lock.exists()                                    # released cleanly
+
+
+def test_progress_bar_on_a_terminal():
+    """A real pseudo-terminal: tqdm draws a bar with the count, the rate and the outcome counts, both
+    on a terminal of a known width and on one that reports no size."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    for cols in (120, 0):
+        master, slave = pty.openpty()
+        try:
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))
+            with os.fdopen(slave, "w", closefd=True) as tty:
+                p = Progress(10, 2, name="batch t", stream=tty, mode="auto")
+                assert p.mode == "bar"
+                p.start()
+                p.update(3, {"force closure": 2, "error": 1})
+                p.close()
+            chunks = []                 # the terminal is closed: read everything it got, up to EOF
+            while True:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:         # EIO: no more data from a closed terminal
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            text = b"".join(chunks).decode()
+        finally:
+            os.close(master)
+        final = text.replace("\r", "\n").strip().splitlines()[-1]
+        assert final.startswith("batch t:  50%|") and "5/10" in final and "grasp/s" in final
+        assert "error=1, force closure=2" in final and len(final) <= (cols or 100)
 
 
 def test_progress_lines_when_not_a_terminal():

@@ -514,3 +514,76 @@ def test_box_edge_on_cylinder_side_and_sphere_on_cylinder(scene):
     expected_sep = np.hypot(c[0], c[2] - 0.03) - 0.03 - 0.04
     np.testing.assert_allclose(cs.normal[0], -n_side, atol=1e-9)  # from ball into the cylinder
     np.testing.assert_allclose(cs.separation[0], expected_sep, atol=1e-12)
+
+
+def _surface_distance(shape, X_WS, p) -> float:
+    """|signed distance| (m) of world point p to the shape's surface, computed independently of FCL."""
+    x = X_WS[:3, :3].T @ (p - X_WS[:3, 3])
+    k, s = shape.kind, shape.size
+    if k == "sphere":
+        return abs(np.linalg.norm(x) - s[0])
+    if k == "box":
+        h = np.array(s) / 2
+        q = np.abs(x) - h
+        return abs(np.linalg.norm(np.maximum(q, 0)) + min(q.max(), 0.0))
+    if k == "cylinder":
+        q = np.array([np.hypot(x[0], x[1]) - s[0], abs(x[2]) - s[1] / 2])
+        return abs(np.linalg.norm(np.maximum(q, 0)) + min(q.max(), 0.0))
+    if k == "capsule":
+        z = np.clip(x[2], -s[1] / 2, s[1] / 2)
+        return abs(np.linalg.norm(x - [0, 0, z]) - s[0])
+    import trimesh
+
+    m = trimesh.Trimesh(shape.vertices, shape.faces, process=False)
+    return abs(float(trimesh.proximity.signed_distance(m, x[None])[0]))
+
+
+@pytest.mark.parametrize("kind_a", ["box", "sphere", "cylinder", "capsule", "mesh"])
+@pytest.mark.parametrize("kind_b", ["box", "sphere", "cylinder", "capsule", "mesh"])
+def test_fcl_distance_points_lie_on_their_own_bodies(kind_a, kind_b):
+    """FCL's nearest points come back in argument order and in the world frame for every pair of shape
+    kinds (python-fcl 0.7 swaps them for primitive-mesh pairs and gives a sphere's in its own frame)."""
+    from graspsim.collision.fcl_geometry import FCLObjects
+    from graspsim.geometry import load_mesh_shape, make_primitive
+
+    sizes = {"box": (0.1, 0.2, 0.05), "sphere": (0.05,), "cylinder": (0.04, 0.1), "capsule": (0.03, 0.1)}
+    mk = {k: (lambda k=k: make_primitive(k, sizes[k])) for k in sizes}
+    mk["mesh"] = lambda: load_mesh_shape(graspsim.data_path("objects", "meshes", "cube.stl"))
+    shapes = [mk[kind_a](), mk[kind_b]()]
+    objs = FCLObjects(shapes)
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        X = []
+        for c in ([0.0, 0, 0], [0.35, 0.1, -0.05]):
+            q = rng.normal(size=4)
+            q /= np.linalg.norm(q)
+            w, x, y, z = q
+            R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                          [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                          [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+            X.append(pose(R, c))
+        for i in range(2):
+            objs.set_pose(i, X[i])
+        d, pa, pb = objs.distance(0, 1)
+        assert d > 0.05
+        assert np.linalg.norm(pb - pa) == pytest.approx(d, abs=1e-6)
+        assert _surface_distance(shapes[0], X[0], pa) < 1e-6
+        assert _surface_distance(shapes[1], X[1], pb) < 1e-6
+
+
+def test_closest_points_of_a_touching_pair_lie_where_they_touch(scene):
+    """A cube resting exactly on the table (FCL: colliding, distance 0 with no usable points): the
+    closest points are on the cube's bottom face and on the table top, inside the contact square."""
+    c = np.array([0.12, -0.07, 0.05])
+    place(scene, cube=pose(rot("z", 30.0), c))
+    d, a, b = closest_points(scene, "cube", "table")
+    assert d == pytest.approx(0.0, abs=1e-12)
+    for p in (a, b):
+        assert p[2] == pytest.approx(0.0, abs=1e-9)            # the table top is z = 0
+        assert np.linalg.norm(p[:2] - c[:2]) <= 0.05 * math.sqrt(2) + 1e-9   # under the cube
+
+
+@pytest.mark.parametrize("thr", [0.0, -1e-4, 0.02, float("nan"), float("inf")])
+def test_a_contact_threshold_outside_the_kernels_range_is_refused(scene, thr):
+    with pytest.raises(ValueError, match="contact threshold must be in"):
+        find_contacts(scene, thr)

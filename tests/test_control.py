@@ -132,3 +132,38 @@ def test_dynamic_open_hand_drives_the_closing_dofs_to_their_open_limits():
             expect = before[k]
         assert q[k] == pytest.approx(expect, abs=np.radians(0.5)), d.name
     assert any(d.velocity != 0 for d in robot.dofs)
+
+
+def test_static_grasp_leaves_the_closing_command_for_the_drives():
+    """After a static auto-grasp the world's drive targets are the closing command (each closing
+    DOF at its closing limit, the spread where it is), and a new controller holds them, so
+    dynamics started from the grasp keeps squeezing; setting DOFs by hand clears them and the
+    drives hold the new values."""
+    w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+    r = static_auto_grasp(w, "barrett")
+    hand = w.robots["barrett"]
+    lim = hand.dof_limits
+    expect = np.array([r.dofs[0], lim[1, 1], lim[2, 1], lim[3, 1]])     # velocity > 0: upper limits
+    assert np.array_equal(w.state.drive_targets[hand.index], expect)
+    sim = Simulator(w)
+    sl = sim.ds.robot_slices[hand.index]
+    assert np.array_equal(PDController(sim).command(sim).q_ref[sl], expect)
+    # a saved state carries them; set_dofs clears them
+    saved = w.save_state()
+    hand.set_dofs({"f1": 0.1})
+    assert w.state.drive_targets[hand.index] is None
+    sim = Simulator(w)
+    assert np.allclose(PDController(sim).command(sim).q_ref[sl], hand.dof_values, atol=1e-12)
+    w.restore_state(saved)
+    assert np.array_equal(w.state.drive_targets[hand.index], expect)
+
+
+def test_static_grasp_stops_say_which_link_touched_what():
+    """The parallel jaw closes on the 50 mm box: a jaw touches it at an opening of half its width
+    (within the contact threshold); the stop names the link and the box."""
+    w = graspsim.load_world(ROOT / "worlds/parallel_jaw_box.yaml")
+    r = static_auto_grasp(w, "gripper")
+    s = r.stops["opening"]
+    assert s.reason == "contact" and s.link in ("left", "right") and s.touched == ("box",)
+    assert 0.025 < s.value <= 0.025 + 1e-4
+    assert r.dofs[0] == s.value

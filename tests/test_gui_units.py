@@ -336,7 +336,6 @@ def _three_finger_contacts(w):
 
 
 def test_quality_of_injected_contacts():
-    pytest.importorskip("graspsim.grasp")
     ss = Session(world("barrett_mug"))
     ss.set_contacts(_three_finger_contacts(ss.world))
     ss.update_quality()
@@ -353,18 +352,36 @@ def test_quality_of_injected_contacts():
     assert ss.quality is None
 
 
-def test_unavailable_parts_are_reported_not_faked(monkeypatch):
-    from graspsim.gui import actions
+def test_session_auto_grasp_closes_the_gripper_onto_the_box():
+    """The session's auto-grasp (graspsim.control) stops each finger on the 50 mm box's face, and the
+    contacts the collision module then reports make a force-closure grasp."""
+    ss = Session(world("parallel_jaw_box"))
+    assert ss.auto_grasp()
+    opening = ss.world.robots["gripper"].dof_values[0]
+    threshold = ss.world.description.contact_threshold
+    assert 0.025 <= opening <= 0.025 + threshold, opening        # each face 25 mm from the centre
+    ss.refresh_contacts()
+    pairs = {(c.body_a, c.body_b) for c in ss.contacts}
+    assert {("gripper/left", "box"), ("gripper/right", "box")} <= pairs
+    assert all(c.separation <= threshold for c in ss.contacts)
+    ss.update_quality()
+    assert ss.quality.object == "box" and ss.quality.force_closure and ss.quality.epsilon > 0
 
-    def missing(*a, **k):
-        raise actions.NotAvailable("auto-grasp: not available yet (test)")
 
-    monkeypatch.setattr(actions, "auto_grasp", missing)
+def test_a_missing_core_module_raises_instead_of_a_status_message(monkeypatch):
+    """A broken install surfaces as an ImportError, also from the grasp-quality worker thread."""
     ss = Session(world("barrett_mug"))
-    q0 = ss.world.robots["barrett"].dof_values
-    assert ss.auto_grasp() is False
-    assert "not available yet" in ss.message
-    np.testing.assert_allclose(ss.world.robots["barrett"].dof_values, q0)
+    ss.set_contacts(_three_finger_contacts(ss.world))
+    monkeypatch.setitem(sys.modules, "graspsim.grasp", None)    # 'import graspsim.grasp' now fails
+    with pytest.raises(ImportError, match="graspsim.grasp"):
+        ss.update_quality()
+    ss.request_quality()
+    with pytest.raises(ImportError, match="graspsim.grasp"):
+        ss.wait_quality(timeout=10.0)
+    ss.close()
+    monkeypatch.setitem(sys.modules, "graspsim.collision", None)
+    with pytest.raises(ImportError, match="graspsim.collision"):
+        ss.refresh_contacts()
 
 
 # -- the dynamics time budget (timing stand-ins for the simulator: they only take time) -------------

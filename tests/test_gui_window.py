@@ -142,38 +142,17 @@ def test_contacts_are_drawn_as_red_friction_cones(open_view):
 
 
 def test_scripted_grasp_produces_friction_cone_pixels(open_view, tmp_path):
-    """The gripper closed onto the box (auto-grasp when the control module has it, else the
-    opening at which the collision module first reports both fingers touching), contacts from the
-    collision module, red cones on the screen."""
-    col = pytest.importorskip("graspsim.collision", reason="the collision module has not landed yet")
-    if not hasattr(col, "find_contacts"):
-        pytest.skip("graspsim.collision.find_contacts has not landed yet")
-    from graspsim.gui import actions
-
+    """The scripted auto-grasp closes the gripper onto the box; the collision module's contacts
+    become red cones on the screen and the grasp's quality is shown."""
     v = open_view("parallel_jaw_box")
-    w = v.session.world
-    control = sys.modules.get("graspsim.control") if actions.available("graspsim.control") else None
-    if control is not None and hasattr(control, "auto_grasp"):
-        script = "autograsp"
-    else:
-        g = w.robots["gripper"]
-        touching = None
-        for mm in np.arange(40.0, 0.0, -0.5):
-            g.set_dofs([mm / 1000])
-            pairs = {frozenset((c.body_a, c.body_b)) for c in actions.find_contacts(w)}
-            if {frozenset(("gripper/left", "box")), frozenset(("gripper/right", "box"))} <= pairs:
-                touching = mm
-                break
-        w.restore_state(v.session.initial_state)
-        assert touching is not None, "the collision module reports no finger contacts at any opening"
-        script = f"dof gripper opening {touching:g}"
     shot = tmp_path / "grasp.png"
-    v.run_script(f"{script}; contacts; screenshot {shot}")
+    v.run_script(f"autograsp; contacts; screenshot {shot}")
     assert shot.stat().st_size > 10000
     assert len(v.session.cone_contacts()) >= 2
     on, off = _cone_pixels(v)
     assert on > 100 and off < on / 5, (on, off)
     assert v.session.quality is not None and v.session.quality.object == "box"
+    assert v.session.quality.force_closure
 
 
 # -- input: real X events through the X server (XTest) -----------------------------------------------
@@ -327,6 +306,9 @@ def test_script_key_drag_and_buttons(open_view):
 @pytest.mark.parametrize("name", WORLDS)
 def test_frame_rate_at_least_30(open_view, name):
     v = open_view(name, 1280, 720)
+    # warm up first: the first frames of a process's first window run slower (llvmpipe compiles the
+    # shaders; the 3-D resolution adapts), so alone this test measured less than after other tests
+    v.run_script("fps 0.5")
     best = 0.0
     for _ in range(3):                           # best of three: other processes share the CPU
         v.run_script("fps 1.0")
@@ -363,10 +345,22 @@ def test_slow_dynamics_keeps_the_window_responsive(open_view):
 
 # -- command line ----------------------------------------------------------------------------------------
 
-def _cli(args, env_extra=None, timeout=120):
-    env = dict(os.environ, **(env_extra or {}))
+def _cli(args, env=None, timeout=120):
     return subprocess.run([sys.executable, "-m", "graspsim.cli", "view", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)
+                          timeout=timeout, cwd=ROOT, env=os.environ if env is None else env)
+
+
+def _no_display() -> dict:
+    return {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+
+
+def _read_png(path) -> np.ndarray:
+    """(H, W, 3) uint8, top row first, decoded by Pillow (independent of pyglet, which would need a
+    display in this process, and of our own PNG writer)."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"))
 
 
 def test_cli_script_and_screenshot(xdisplay, tmp_path):
@@ -387,14 +381,29 @@ def test_cli_script_and_screenshot(xdisplay, tmp_path):
     assert r.returncode == 2 and "demo.txt:3: unknown command 'wobble'" in r.stderr
 
 
-def test_cli_headless_egl(tmp_path):
-    """--headless renders offscreen through EGL without any X display."""
-    out = tmp_path / "h.png"
-    env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
-    r = subprocess.run([sys.executable, "-m", "graspsim.cli", "view", "worlds/barrett_mug.yaml", "--headless",
-                        "--size", "320x240", "--screenshot", str(out)], capture_output=True, text=True,
-                       timeout=120, cwd=ROOT, env=env)
+def test_cli_headless_egl(xdisplay, tmp_path):
+    """--headless renders offscreen through EGL with no X display in its environment, and draws the
+    same picture as a window on the X server (both Mesa's llvmpipe)."""
+    egl, glx = tmp_path / "egl.png", tmp_path / "glx.png"
+    args = ["worlds/barrett_mug.yaml", "--size", "320x240", "--script", "show overlay off"]
+    r = _cli([*args, "--headless", "--screenshot", str(egl)], env=_no_display())
     assert r.returncode == 0, r.stderr
-    import pyglet
+    r = _cli([*args, "--screenshot", str(glx)])
+    assert r.returncode == 0, r.stderr
+    a, b = _read_png(egl), _read_png(glx)
+    assert a.shape == (240, 320, 3)
+    assert a.std() > 15 and len(np.unique(a.reshape(-1, 3), axis=0)) > 100      # not blank
+    assert np.mean(np.abs(a.astype(int) - b.astype(int))) < 1.0, np.mean(np.abs(a.astype(int) - b.astype(int)))
 
-    assert pyglet.image.load(str(out)).width == 320
+
+@pytest.mark.parametrize("extra, message", [
+    ([], "--headless needs --script or --screenshot"),
+    (["--script", "# only a comment"], "--headless needs --script or --screenshot"),
+    (["--script", "fit", "--interactive"], "cannot be --interactive"),
+])
+def test_cli_headless_with_nothing_to_do_is_an_error(extra, message):
+    """An offscreen viewer takes no input: without a script or a screenshot (or with --interactive)
+    it would never close.  One line on stderr and exit 2 (the timeout catches a hang)."""
+    r = _cli(["worlds/parallel_jaw_box.yaml", "--headless", *extra], env=_no_display(), timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.startswith("error: ") and message in r.stderr and r.stderr.count("\n") == 1, r.stderr

@@ -131,3 +131,187 @@ def test_mounted_hand_follows_arm():
     X_flange2 = arm.link_pose("link6")
     assert np.allclose(hand.palm_pose[:3, 3], X_flange2[:3, 3] + 0.136 * X_flange2[:3, 2], atol=1e-12)
     assert not np.allclose(hand.palm_pose, X_palm)
+
+
+# -- mesh files read without trimesh (issue #16) ---------------------------------------------------
+
+MESHES = sorted((ROOT / "objects" / "meshes").iterdir()) + [ROOT / "tests" / "models" / "open_box.stl"]
+
+
+@pytest.mark.parametrize("path", MESHES, ids=lambda p: p.name)
+def test_mesh_reader_matches_trimesh(path):
+    """Our STL/OBJ/PLY/OFF readers + vertex merge give trimesh's vertices and faces bit for bit, and
+    the same watertightness and mass properties (trimesh is the independent reference here)."""
+    import trimesh
+
+    from graspsim.geometry import _load_mesh_file
+
+    for scale in ((1.0, 1.0, 1.0), (1e-3, 1e-3, 1e-3), (2.0, 1.0, 0.5)):
+        m = trimesh.load(str(path), force="mesh", process=True)
+        ref = trimesh.Trimesh(np.asarray(m.vertices) * scale, np.asarray(m.faces), process=True)
+        V, F, vol, c, I, wt = _load_mesh_file(str(path), (0,), scale)
+        assert np.array_equal(V, ref.vertices) and np.array_equal(F, ref.faces)
+        assert wt == bool(ref.is_watertight and ref.is_volume)
+        if wt:
+            assert vol == pytest.approx(ref.volume, rel=1e-13)
+            assert np.allclose(c, ref.center_mass, rtol=0, atol=1e-15 * np.abs(ref.vertices).max())
+            assert np.allclose(I, ref.moment_inertia, rtol=0, atol=1e-12 * np.abs(ref.moment_inertia).max())
+
+
+def _cube_files(d: Path) -> dict:
+    """The unit cube [0, 1]^3 in every format we read, with quads where the format allows them."""
+    V = [(x, y, z) for x in (0, 1) for y in (0, 1) for z in (0, 1)]           # index = 4x + 2y + z
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]   # outward
+    tris = [t for q in quads for t in ((q[0], q[1], q[2]), (q[0], q[2], q[3]))]
+    out = {}
+    out["ascii.stl"] = "solid cube\n" + "".join(
+        "facet normal 0 0 0\n outer loop\n" + "".join(f"  vertex {V[i][0]} {V[i][1]} {V[i][2]}\n" for i in t)
+        + " endloop\nendfacet\n" for t in tris) + "endsolid cube\n"
+    rec = np.zeros(len(tris), dtype=[("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")])
+    rec["v"] = np.array([[V[i] for i in t] for t in tris])
+    out["binary.stl"] = b"solid but binary".ljust(80, b" ") + len(tris).to_bytes(4, "little") + rec.tobytes()
+    out["negative.obj"] = "# negative indices, v/vt/vn forms\n" + "".join(f"v {x} {y} {z}\n" for x, y, z in V) + \
+        "vt 0 0\nvn 0 0 1\n" + "".join("f " + " ".join(f"{i - 8}/1/1" for i in q) + "\n" for q in quads)
+    out["quads.off"] = "OFF # a comment\n8 6 12\n" + "".join(f"{x} {y} {z}\n" for x, y, z in V) + \
+        "".join("4 " + " ".join(map(str, q)) + "  0.5 0.5 0.5\n" for q in quads)
+    hdr = "ply\nformat {}\ncomment cube\nelement vertex 8\nproperty double x\nproperty double y\nproperty double z\n" \
+          "property uchar red\nelement face 6\nproperty list uchar int vertex_indices\nend_header\n"
+    out["ascii.ply"] = hdr.format("ascii 1.0") + "".join(f"{x} {y} {z} 255\n" for x, y, z in V) + \
+        "".join("4 " + " ".join(map(str, q)) + "\n" for q in quads)
+    body = b"".join(np.array([x, y, z], ">f8").tobytes() + b"\xff" for x, y, z in V) + \
+        b"".join(b"\x04" + np.array(q, ">i4").tobytes() for q in quads)
+    out["big_endian.ply"] = hdr.format("binary_big_endian 1.0").encode() + body
+    paths = {}
+    for name, data in out.items():
+        p = d / name
+        p.write_bytes(data if isinstance(data, bytes) else data.encode())
+        paths[name] = p
+    return paths
+
+
+def test_every_mesh_format_reads_the_unit_cube(tmp_path):
+    """Each format (ASCII and binary STL, OBJ with negative v/vt/vn indices and quads, OFF and PLY with
+    quads, ASCII and big-endian binary PLY) gives the closed unit cube: volume 1, centre (0.5, 0.5,
+    0.5), inertia 1/6 about each axis (a^5 (1 + 1) / 12) and no products of inertia."""
+    from graspsim.geometry import load_mesh_shape
+
+    for name, p in _cube_files(tmp_path).items():
+        s = load_mesh_shape(p)
+        assert s.watertight, name
+        assert len(s.vertices) == 8 and len(s.faces) == 12, name
+        assert s.volume == pytest.approx(1.0, rel=1e-12), name
+        assert np.allclose(s.center_S, 0.5, atol=1e-12), name
+        assert np.allclose(s.unit_inertia_S, np.eye(3) / 6, atol=1e-12), name
+
+
+def test_inverted_mesh_is_not_a_volume(tmp_path):
+    """Every face wound inwards: closed, consistent, but a negative volume, so no mass properties."""
+    from graspsim.geometry import load_mesh_shape
+
+    p = _cube_files(tmp_path)["quads.off"]
+    lines = p.read_text().splitlines()
+    flipped = lines[:10] + [" ".join([ln.split()[0]] + ln.split()[1:5][::-1]) for ln in lines[10:]]
+    p.write_text("\n".join(flipped) + "\n")
+    s = load_mesh_shape(p)
+    assert not s.watertight and s.volume == 0.0
+
+
+def test_box_tessellation_is_the_one_collision_always_used():
+    """A box's 12 triangles (used by the contact kernels) are trimesh's box, made without trimesh."""
+    import trimesh
+
+    from graspsim.geometry import make_primitive
+
+    s = make_primitive("box", (0.1, 0.2, 0.3))
+    ref = trimesh.creation.box(extents=(0.1, 0.2, 0.3))
+    assert np.array_equal(s.vertices, ref.vertices) and np.array_equal(s.faces, ref.faces)
+
+
+# -- YAML 1.2 reading and bounds -------------------------------------------------------------------
+
+def test_yaml_12_scalars(tmp_path):
+    """Plain scalars follow YAML 1.2: 1e-1 is a number, yes/on and 1:30 are strings; quoted numbers are
+    strings; names may be words YAML 1.1 would turn into booleans."""
+    from graspsim.model.yamlio import load_yaml
+
+    f = tmp_path / "x.yaml"
+    f.write_text("a: 1e-1\nb: yes\nc: on\nd: 1:30\ne: '5'\nf: ~\ng: true\nh: -.inf\ni: 2001-12-14\nj: 12\n")
+    d = load_yaml(f)
+    assert d == {"a": 0.1, "b": "yes", "c": "on", "d": "1:30", "e": "5", "f": None, "g": True,
+                 "h": -np.inf, "i": "2001-12-14", "j": 12}
+    assert type(d["j"]) is int
+    o = tmp_path / "o.yaml"
+    o.write_text("object: no\nshape: {box: [1e-1, 2E-1, 0.3]}\nmass: 2.5e+0\n")
+    obj = load_any(o)
+    assert obj.name == "no" and obj.shape.size == pytest.approx((0.1, 0.2, 0.3)) and obj.inertial.mass == 2.5
+
+
+def test_bounds_are_documented_in_the_readme():
+    """Every range in graspsim.model.bounds appears, as the messages print it, in the README."""
+    from graspsim.model import bounds as B
+
+    readme = (ROOT / "README.md").read_text()
+    for name in ("SIZE", "POSITION", "ANGLE", "TRAVEL", "MASS", "DENSITY", "INERTIA", "GYRATION", "DT", "GRAVITY",
+                 "CONTACT_THRESHOLD", "FRICTION", "RESTITUTION", "JOINT_FRICTION", "GAIN_KP", "EFFORT", "VELOCITY",
+                 "RATIO", "SCALE"):
+        assert B.describe(getattr(B, name)) in readme, name
+    from graspsim.meshfile import MAX_MESH_BYTES, MAX_TRIANGLES
+    from graspsim.model.bounds import MAX_MODEL_TRIANGLES
+    from graspsim.model.yamlio import MAX_DEPTH, MAX_MODEL_BYTES, MAX_NODES
+
+    for v in (f"{MAX_MODEL_BYTES >> 20} MiB", f"{MAX_MESH_BYTES >> 20} MiB", f"{MAX_TRIANGLES:,}", f"{MAX_NODES:,}",
+              f"{MAX_DEPTH} levels", f"{MAX_MODEL_TRIANGLES:,}"):
+        assert v in readme, v
+
+
+def test_value_at_a_bound_is_accepted(tmp_path):
+    """The ranges are inclusive where they say so: mass 1e4 kg and dt 1 s load, just past them do not."""
+    o = tmp_path / "o.yaml"
+    o.write_text("object: o\nshape: {box: [1, 1, 1]}\nmass: 10000\n")
+    assert load_any(o).inertial.mass == 10000
+    o.write_text("object: o\nshape: {box: [1, 1, 1]}\nmass: 10000.001\n")
+    with pytest.raises(ModelError, match=r"mass: must be within \[1e-06, 10000\] kg, got 10000"):
+        load_any(o)
+    w = tmp_path / "w.yaml"
+    w.write_text("world: w\ndt: 1\n")
+    assert load_any(w).dt == 1.0
+    w.write_text("world: w\ndt: 1.5\n")
+    with pytest.raises(ModelError, match=r"dt: must be within \(0, 1\] s, got 1.5 s"):
+        load_any(w)
+
+
+# -- the command line imports only what it uses (issue #16) -----------------------------------------
+
+def test_validate_and_info_import_only_the_loader():
+    """validate of a robot/object and info of a world never import trimesh, scipy, numba, FCL or the
+    simulator; validate of a shipped world settles its pairs with numpy (no FCL, no numba)."""
+    code = ("import sys, contextlib, io\nfrom graspsim.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['validate', 'robots/barrett.yaml', 'objects/mug.yaml', 'objects/can.yaml',"
+            " 'objects/flask.yaml', 'worlds/barrett_mug.yaml']) == 0\n"
+            "    assert main(['info', 'worlds/puma_barrett_handset.yaml']) == 0\n"
+            "heavy = [m for m in ('trimesh', 'scipy', 'numba', 'fcl', 'graspsim.collision', 'graspsim.dynamics',"
+            " 'graspsim.control', 'graspsim.batch', 'graspsim.gui') if m in sys.modules]\n"
+            "print(heavy)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_cli_help_lists_every_command():
+    r = subprocess.run([sys.executable, "-m", "graspsim.cli", "--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0
+    for c in ("validate", "info", "grasp", "batch", "results", "view"):
+        assert f"    {c}" in r.stdout, c
+
+
+def test_validate_notes_a_material_outside_the_default_table(tmp_path, capsys):
+    """An object alone cannot be wrong about a custom material, but validate says what a world needs."""
+    from graspsim.cli import main
+
+    o = tmp_path / "o.yaml"
+    o.write_text("object: o\nshape: {box: [0.1, 0.1, 0.1]}\nmass: 1\nmaterial: foam\n")
+    assert main(["validate", str(o)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"ok: {o} (object 'o')"
+    assert out[1].startswith("  note: material 'foam' is not in the default friction table")

@@ -10,8 +10,10 @@
     export_results("mug.sqlite", "mug.parquet")
 
 Modules: :mod:`.config` (the batch file), :mod:`.candidates` (deterministic candidates),
-:mod:`.evaluate` (one candidate -> one row), :mod:`.store` (SQLite, export), :mod:`.runner`
-(serial, worker processes, Dask), :mod:`.progress`, :mod:`.summary`, :mod:`.cli`.
+:mod:`.evaluate` (one candidate -> one row), :mod:`.store` (SQLite, export), :mod:`.lock` (one
+run per database), :mod:`.runner` (serial, worker processes, Dask), :mod:`.security` (TLS to a
+Dask scheduler), :mod:`.outcomes` (what became of a candidate), :mod:`.progress`,
+:mod:`.summary`, :mod:`.cli`.
 See docs/batch.md.
 """
 from __future__ import annotations

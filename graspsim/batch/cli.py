@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 __all__ = ["register"]
 
@@ -11,7 +12,8 @@ BATCH_EPILOG = """examples:
   graspsim batch examples/batch_barrett_mug.yaml --workers 2 --db mug.sqlite
   graspsim batch examples/batch_barrett_mug.yaml --db mug.sqlite --resume   # after Ctrl-C, a kill, a reboot
   graspsim batch examples/batch_barrett_mug.yaml --cluster local --workers 4  # Dask LocalCluster
-  graspsim batch examples/batch_barrett_mug.yaml --scheduler tcp://10.0.0.5:8786
+  graspsim batch examples/batch_barrett_mug.yaml --limit 50 --db try.sqlite  # a quick try: 50 candidates
+  graspsim batch examples/batch_barrett_mug.yaml --scheduler tls://10.0.0.5:8786 --security security.yaml
   graspsim batch --world worlds/barrett_mug.yaml --sphere 64 --rolls 4 --standoff 60mm --standoff 140mm \\
                  --within 0,0,-1:90 --db quick.sqlite
   graspsim batch --hand robots/barrett.yaml --object objects/mug.yaml --object objects/can.yaml --sphere 32
@@ -33,6 +35,16 @@ def _num(text: str):
             if t.endswith(u) and not t.endswith(" " + u):
                 return t[: -len(u)] + " " + u
         return t
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number >= 1")
+    return n
 
 
 def _vec(text: str) -> list:
@@ -82,8 +94,14 @@ def register(subparsers) -> None:
     run.add_argument("--workers", type=int, default=0, metavar="N",
                      help="worker processes (default 0: evaluate in this process); with --cluster local: Dask workers")
     g = run.add_mutually_exclusive_group()
-    g.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask cluster (e.g. tcp://host:8786)")
+    g.add_argument("--scheduler", metavar="ADDRESS",
+                   help="run on a Dask cluster (tls://host:8786 with --security; plain tcp:// only on a trusted network)")
     g.add_argument("--cluster", choices=["local"], help="run on a Dask LocalCluster started for this run")
+    run.add_argument("--security", metavar="FILE.yaml",
+                     help="TLS certificates for a tls:// scheduler: a YAML file with ca_file, cert, key (docs/batch.md)")
+    run.add_argument("--limit", type=_positive, metavar="N",
+                     help="evaluate at most N of the candidates not yet done, spread evenly over them (a quick try; "
+                          "--resume continues)")
     run.add_argument("--resume", action="store_true", help="continue the run stored in --db (same configuration)")
     run.add_argument("--overwrite", action="store_true", help="discard a run already stored in --db")
     run.add_argument("--chunk", type=int, metavar="N", help="candidates per task (default: automatic)")
@@ -181,10 +199,13 @@ def _cmd_batch(a) -> int:
     cfg = load_config(a.config, overrides=_overrides(a))
     db = a.db if a.db else (cfg.output or f"{cfg.name}.sqlite")
     try:
-        res = run_batch(cfg, db, workers=a.workers, scheduler=a.scheduler, cluster=a.cluster, resume=a.resume,
-                        overwrite=a.overwrite, chunk_size=a.chunk, progress=a.progress,
+        res = run_batch(cfg, db, workers=a.workers, scheduler=a.scheduler, cluster=a.cluster, security=a.security,
+                        resume=a.resume, overwrite=a.overwrite, limit=a.limit, chunk_size=a.chunk, progress=a.progress,
                         progress_interval=a.progress_interval)
     except KeyboardInterrupt:
+        if not Path(db).exists():
+            print("interrupted before any result was committed; nothing was written", file=sys.stderr)
+            return 130
         again = " ".join(x for x in [a.config or ""] if x)
         print(f"interrupted: the results committed so far are in {db}; continue with "
               f"'graspsim batch {again + ' ' if again else ''}... --db {db} --resume'", file=sys.stderr)

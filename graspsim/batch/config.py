@@ -35,6 +35,7 @@ import numpy as np
 from ..errors import ModelError, did_you_mean
 from ..model.fields import Reader
 from ..model.yamlio import YList, YMap, load_yaml
+from .object_sets import expand_object_set, is_object_set
 
 __all__ = ["BatchConfig", "BatchError", "load_config", "load_scene_world", "scene_model_files",
            "TOP_KEYS", "SCHEMA_VERSION"]
@@ -471,18 +472,24 @@ def _compose_scenes(r: Reader, top: YMap, base: Path):
         r.error(top.line, "objects", "missing required key 'objects' (object files to grasp)")
         return [], hand
     seq = top["objects"]
-    if isinstance(seq, str):
+    if isinstance(seq, (str, YMap)):     # one file, or one object set
         seq = YList([seq]); seq.line = top.line_of("objects"); seq.item_lines = [seq.line]
     seq = r.sequence(seq, "objects", top.line_of("objects"))
     if seq is not None and not len(seq):
         r.error(top.line_of("objects"), "objects", "expected at least one object file")
     used = set()
+    entries = []            # (field, item, line, from a set): object sets expand to their files
     for i, o in enumerate(seq or []):
-        f = f"objects[{i}]"
-        if isinstance(o, str):
-            fname, oname, line = o, None, seq.line_of(i)
+        if is_object_set(o):
+            entries.extend((f"objects[{i}]", str(p), o.line, True)
+                           for p in expand_object_set(r, o, f"objects[{i}]", base))
         else:
-            om = r.mapping(o, f, seq.line_of(i))
+            entries.append((f"objects[{i}]", o, seq.line_of(i), False))
+    for f, o, line, from_set in entries:
+        if isinstance(o, str):
+            fname, oname = o, None
+        else:
+            om = r.mapping(o, f, line)
             if om is None:
                 continue
             r.check_keys(om, f, ["file", "name"], ["file"])
@@ -502,6 +509,10 @@ def _compose_scenes(r: Reader, top: YMap, base: Path):
             r.error(line, f, f"object file '{fname}' is invalid (see the errors above)")
             continue
         oname = oname or obj.name
+        if from_set:        # a set may repeat a name (scan.ply in two folders): number the repeats
+            stem, k = oname, 2
+            while oname in used or oname in ("table", hand):
+                oname, k = f"{stem}_{k}", k + 1
         if oname in used or oname == "table" or oname == hand:
             r.error(line, f, f"duplicate name '{oname}'; give the object another 'name'")
             continue
@@ -592,6 +603,7 @@ def scene_model_files(world) -> list[str]:
         files.add(d.file)
     for ri in d.robots:
         files.add(ri.robot.file)
+        files.update(ri.robot.sources)          # the URDF a side file names
         for l in ri.robot.links:
             if l.shape is not None and l.shape.source:
                 files.add(l.shape.source)
@@ -599,7 +611,7 @@ def scene_model_files(world) -> list[str]:
         files.add(b.obj.file)
         if b.obj.shape is not None and b.obj.shape.source:
             files.add(b.obj.shape.source)
-    return sorted(str(f) for f in files if f and Path(f).is_file())
+    return sorted({str(Path(f).resolve()) for f in files if f and Path(f).is_file()})   # one name per file
 
 
 def _fingerprint(world) -> list:

@@ -207,9 +207,12 @@ class Evaluator:
         return row
 
     def _fault(self, cand, stage: str) -> None:
-        """Test hook: injected failures (``faults={id: 'raise' | 'exit' | 'exit-once:PATH'}``)."""
+        """Test hook: injected failures (``faults={id: 'raise' | 'exit' | 'exit-once:PATH' | 'sleep:SECONDS'}``)."""
         f = self.faults.get(cand.id)
         if f is None:
+            return
+        if f.startswith("sleep:"):
+            time.sleep(float(f[6:]))             # a runner that is busy for a while (lock tests)
             return
         if f == "raise":
             from ..errors import SimulationError

@@ -1,8 +1,12 @@
-"""Progress of a batch run: a tqdm bar (rate, ETA) on a terminal, plain periodic lines otherwise."""
+"""Progress of a batch run: a tqdm bar (rate, ETA) on a terminal, plain periodic lines otherwise
+(a log file, a pipe, a CI job).  tqdm is a declared dependency of graspsim."""
 from __future__ import annotations
 
+import os
 import sys
 import time
+
+from tqdm import tqdm
 
 __all__ = ["Progress"]
 
@@ -12,6 +16,13 @@ def _hms(s: float) -> str:
         return "?"
     s = int(round(s))
     return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _columns(stream) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 class Progress:
@@ -28,6 +39,8 @@ class Progress:
         self.total, self.done, self.start_done = total, initial, initial
         self.name = name
         self.interval = float(interval)
+        if mode not in ("auto", "bar", "lines", "off"):
+            raise ValueError(f"progress must be auto, bar, lines or off, got {mode!r}")
         if mode == "auto":
             isatty = getattr(self.stream, "isatty", lambda: False)
             try:
@@ -50,10 +63,10 @@ class Progress:
         self.t0 = self.last = time.perf_counter()
         self.start_done = self.done
         if self.mode == "bar":
-            from tqdm import tqdm
-
+            # a terminal that reports no size (some containers' pseudo-terminals) would get an empty bar
+            sized = _columns(self.stream) > 0
             self.bar = tqdm(total=self.total, initial=self.done, desc=self.name, unit="grasp", file=self.stream,
-                            dynamic_ncols=True, smoothing=0.1)
+                            dynamic_ncols=sized, ncols=None if sized else 100, smoothing=0.1)
             if self.counts:
                 self.bar.set_postfix({k: v for k, v in sorted(self.counts.items())}, refresh=False)
 

@@ -19,7 +19,9 @@ import signal
 import sys
 import time
 import traceback
+import types
 from collections import Counter, deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
@@ -27,7 +29,10 @@ from pathlib import Path
 from .candidates import Candidate, generate_candidates, object_geometry
 from .config import BatchConfig, BatchError, load_config, load_scene_world
 from .evaluate import DynamicUnavailable, Evaluator, base_row, dynamic_api, evaluate_chunk
+from .lock import RunLock
+from .outcomes import OUTCOMES, count_outcomes, outcome_keys
 from .progress import Progress
+from .security import insecure_address_warning, scheduler_security
 from .store import ResultStore
 
 __all__ = ["run_batch", "RunResult", "prepare"]
@@ -42,7 +47,8 @@ class RunResult:
     total: int                 # candidates of the configuration
     skipped: int               # already in the database when the run started
     evaluated: int             # rows committed by this session
-    counts: dict = field(default_factory=dict)   # status -> rows committed by this session
+    counts: dict = field(default_factory=dict)     # status -> rows committed by this session
+    outcomes: dict = field(default_factory=dict)   # outcome (graspsim.batch.outcomes) -> rows of this session
     wall: float = 0.0          # s, whole session
     ready: float = 0.0         # s until every evaluator was ready (worlds loaded, kernels warm)
     cpu: float = 0.0           # s, sum of the candidates' evaluation CPU time (t_cpu)
@@ -50,6 +56,13 @@ class RunResult:
     backend: str = "serial"
     interrupted: bool = False
     crashes: int = 0           # evaluator processes that died
+    limit: int | None = None   # --limit of this session
+    dynamic: bool = False
+
+    @property
+    def remaining(self) -> int:
+        """Candidates still without a result."""
+        return self.total - self.skipped - self.evaluated
 
     @property
     def rate(self) -> float:
@@ -58,11 +71,16 @@ class RunResult:
         return self.evaluated / dt if dt > 0 else 0.0
 
     def text(self) -> str:
-        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())) or "nothing new"
+        keys = [k for k in outcome_keys(self.dynamic) if self.outcomes.get(k)]
+        counts = ", ".join(f"{OUTCOMES[k][0]} {self.outcomes[k]}" for k in keys) or "nothing new"
         how = {"serial": "in this process", "processes": f"{self.workers} worker processes",
-               "dask": f"Dask, {self.workers} worker threads"}[self.backend]
+               "dask": f"Dask, {self.workers} worker thread{'s' if self.workers != 1 else ''}"}[self.backend]
+        left = ""
+        if self.remaining:
+            why = f"--limit {self.limit}" if self.limit is not None and not self.interrupted else "stopped early"
+            left = f"; {self.remaining} not evaluated yet ({why}): continue with --resume"
         return (f"batch '{self.name}': {self.total} candidates; {self.skipped} already done, {self.evaluated} "
-                f"evaluated now ({how}): {counts}; {self.wall:.1f} s ({self.ready:.1f} s start-up, "
+                f"evaluated now ({how}): {counts}{left}; {self.wall:.1f} s ({self.ready:.1f} s start-up, "
                 f"{self.rate:.1f} candidates/s)" + (f"; {self.crashes} worker crashes" if self.crashes else "")
                 + f"\nresults: {self.db}")
 
@@ -141,6 +159,37 @@ class _Worker:
         self.proc, self.conn, self.busy, self.ready = proc, conn, None, False
 
 
+@contextmanager
+def _main_module_hidden():
+    """Start processes without the caller's main module.
+
+    multiprocessing's spawn and forkserver methods run the parent's main script again in every new
+    process (so that functions defined there can be unpickled).  The workers need nothing from it,
+    and a script without an ``if __name__ == "__main__":`` guard would call ``run_batch`` again in
+    each of them.  The child's preparation data is read from ``sys.modules['__main__']`` when the
+    process starts, so an empty stand-in for that moment keeps the script out of the workers.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+        else:
+            del sys.modules["__main__"]
+
+
+def _check_not_bootstrapping() -> None:
+    """Refuse to run inside a process that is still importing its parent's main script (a script
+    without a ``__main__`` guard, re-run by a process that some other code started): it would
+    open the parent's database."""
+    if getattr(mp.current_process(), "_inheriting", False):
+        raise BatchError("run_batch was called while a new process was starting up and running the main script "
+                         "again (e.g. a Dask worker process); put the script's main code under "
+                         "'if __name__ == \"__main__\":'")
+
+
 def _context():
     methods = mp.get_all_start_methods()
     if "forkserver" in methods:
@@ -173,7 +222,8 @@ class _Processes:
         parent, child = self.ctx.Pipe()
         p = self.ctx.Process(target=_worker_main, args=(child, self.config, self.faults), daemon=True,
                              name="graspsim-batch-worker")
-        p.start()
+        with _main_module_hidden():
+            p.start()
         child.close()
         return _Worker(p, parent)
 
@@ -233,9 +283,7 @@ class _Processes:
     def _replace(self, w, out):
         code = w.proc.exitcode
         if not w.ready:
-            raise BatchError(f"a worker process died while starting (exit code {code}).  Scripts that call "
-                             "run_batch(..., workers=N) must guard their main code with "
-                             "\"if __name__ == '__main__':\" (worker processes import the main module)")
+            raise BatchError(f"a worker process died while starting (exit code {code}); see its messages above")
         self.crashes += 1
         if w.busy is not None:
             key, _ = w.busy
@@ -328,8 +376,8 @@ class _Dask:
 # -- the run ------------------------------------------------------------------------------------------
 
 def run_batch(config, db=None, *, workers: int = 0, scheduler: str | None = None, cluster: str | None = None,
-              client=None, resume: bool = False, overwrite: bool = False, chunk_size: int | None = None,
-              progress: str = "auto", progress_interval: float = 10.0, stream=None,
+              client=None, security=None, resume: bool = False, overwrite: bool = False, limit: int | None = None,
+              chunk_size: int | None = None, progress: str = "auto", progress_interval: float = 10.0, stream=None,
               _faults: dict | None = None) -> RunResult:
     """Evaluate every candidate of ``config`` (a batch file path, a dict or a :class:`BatchConfig`)
     and store the rows in the SQLite file ``db`` (default: the file's ``output``, else
@@ -338,12 +386,19 @@ def run_batch(config, db=None, *, workers: int = 0, scheduler: str | None = None
     ``workers``: 0 evaluates in this process; N > 0 starts N worker processes.  ``scheduler``
     (a Dask scheduler address), ``cluster='local'`` (a Dask LocalCluster of ``workers`` processes,
     default one per core) or ``client`` (a ``distributed.Client``) runs the chunks on Dask.
-    ``resume`` continues a run stored in ``db`` (refused if the configuration differs);
-    ``overwrite`` discards it.  ``progress``: 'auto' | 'bar' | 'lines' | 'off'.
+    ``security``: the client's TLS certificates for a ``tls://`` scheduler (a YAML file, a dict
+    ``{ca_file, cert, key}`` or a ``distributed.security.Security``; see
+    :mod:`graspsim.batch.security`).  ``resume`` continues a run stored in ``db`` (refused if the
+    configuration differs); ``overwrite`` discards it.  ``limit``: evaluate at most this many of the
+    candidates not yet in the database, spread evenly over them (a quick try; ``resume=True``
+    continues with the rest).  ``progress``: 'auto' | 'bar' | 'lines' | 'off'.
 
-    Ctrl-C stops the run cleanly (committed rows stay; continue with ``resume=True``) and
-    re-raises ``KeyboardInterrupt``.
+    One run per database: a second run on the same file (fresh or resumed, from any process) is
+    refused while the first is alive.  A run that fails before committing a row removes the
+    database it created (or emptied with ``overwrite``).  Ctrl-C stops the run cleanly (committed
+    rows stay; continue with ``resume=True``) and re-raises ``KeyboardInterrupt``.
     """
+    _check_not_bootstrapping()
     cfg = config if isinstance(config, BatchConfig) else load_config(config)
     if cfg.dynamic:
         try:
@@ -352,42 +407,105 @@ def run_batch(config, db=None, *, workers: int = 0, scheduler: str | None = None
             raise BatchError(str(e)) from None
     if workers is None or workers < 0:
         raise BatchError(f"workers must be >= 0, got {workers}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise BatchError(f"limit must be a whole number >= 1, got {limit!r}")
     if sum(x is not None for x in (scheduler, cluster, client)) > 1:
         raise BatchError("give at most one of scheduler, cluster and client")
     if cluster is not None and cluster != "local":
         raise BatchError(f"cluster must be 'local' (or give a scheduler address), got {cluster!r}")
+    if security is not None and scheduler is None:
+        raise BatchError("security (--security) is for a tls:// scheduler address (--scheduler tls://HOST:PORT); "
+                         "--cluster local listens on this machine's loopback interface only")
+    out = stream if stream is not None else sys.stderr
+    if scheduler is not None:
+        security = scheduler_security(scheduler, security)
+        insecure_address_warning(scheduler, out)
+    elif client is not None:
+        insecure_address_warning(str(client.scheduler.address), out)
     t_start = time.perf_counter()
-    cfg, cands, worlds = prepare(cfg)
     db = Path(db if db is not None else (cfg.output or f"{cfg.name}.sqlite"))
-    store = ResultStore(db)
+    with RunLock(db):
+        created = not db.exists()
+        store = None
+        finished = emptied = False
+        try:
+            cfg, cands, worlds = prepare(cfg)
+            store = ResultStore(db)
+            warning = store.init_run(cfg, len(cands), resume=resume, overwrite=overwrite)
+            emptied = created or overwrite           # a new database, or the old run discarded
+            if warning and progress != "off":
+                print(warning, file=out)
+            res = _run(cfg, cands, worlds, store, workers=workers, scheduler=scheduler, security=security,
+                       cluster=cluster, client=client, limit=limit, chunk_size=chunk_size, progress=progress,
+                       progress_interval=progress_interval, stream=stream, faults=_faults, t_start=t_start)
+            finished = True
+            return res
+        finally:
+            empty = False
+            if store is not None:
+                try:
+                    empty = store.result_count() == 0
+                except Exception:  # noqa: BLE001 -- on the way out of a failure
+                    empty = False
+                store.close()
+            if not finished and ((created and store is None) or (emptied and empty)):
+                _remove_database(db)
+
+
+def _remove_database(db: Path) -> None:
+    """Remove a database this run created and that holds no result (a failed start)."""
+    for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _spread(items: list, n: int | None) -> list:
+    """At most ``n`` of ``items``, evenly spread over them (in their order)."""
+    if n is None or n >= len(items):
+        return items
+    return [items[(i * len(items)) // n] for i in range(n)]
+
+
+def _connect(scheduler: str, security):
+    from distributed import Client
+
     try:
-        warning = store.init_run(cfg, len(cands), resume=resume, overwrite=overwrite)
-        if warning and progress != "off":
-            print(warning, file=stream if stream is not None else sys.stderr)
-        return _run(cfg, cands, worlds, store, workers=workers, scheduler=scheduler, cluster=cluster, client=client,
-                    chunk_size=chunk_size, progress=progress, progress_interval=progress_interval, stream=stream,
-                    faults=_faults, t_start=t_start)
-    finally:
-        store.close()
+        return Client(scheduler, security=security)
+    except Exception as e:  # noqa: BLE001 -- whatever answers there (or nothing), the run cannot start
+        hint = ("; with TLS, check that the scheduler runs with certificates signed by the same CA as yours, and "
+                "that your certificate and key belong together" if security is not None else
+                "; is a Dask scheduler listening at that address and port?")
+        raise BatchError(f"cannot connect to the Dask scheduler at '{scheduler}': {type(e).__name__}: "
+                         f"{str(e)[:300]}{hint}") from None
 
 
-def _run(cfg, cands, worlds, store, *, workers, scheduler, cluster, client, chunk_size, progress, progress_interval,
-         stream, faults, t_start) -> RunResult:
-    limit = int(cfg.evaluation["max_attempts"])
+def _run(cfg, cands, worlds, store, *, workers, scheduler, security, cluster, client, limit, chunk_size, progress,
+         progress_interval, stream, faults, t_start) -> RunResult:
+    max_attempts = int(cfg.evaluation["max_attempts"])
     done = store.done_ids()
     attempts = store.attempts()
-    todo = [c for c in cands if c.id not in done]
-    result = RunResult(db=store.path, name=cfg.name, total=len(cands), skipped=len(cands) - len(todo), evaluated=0)
-    prog = Progress(len(cands), len(cands) - len(todo), name=f"batch {cfg.name}", stream=stream, mode=progress,
+    missing = [c for c in cands if c.id not in done]
+    todo = _spread(missing, limit)
+    result = RunResult(db=store.path, name=cfg.name, total=len(cands), skipped=len(cands) - len(missing), evaluated=0,
+                       limit=limit, dynamic=cfg.dynamic)
+    prog = Progress(result.skipped + len(todo), result.skipped, stream=stream, mode=progress,
+                    name=f"batch {cfg.name}" + (f" (--limit {limit})" if limit is not None and todo is not missing else ""),
                     interval=progress_interval)
     counts: Counter = Counter()
+    outcomes: Counter = Counter()
+
+    def label_counts(rows) -> Counter:
+        return Counter({OUTCOMES[k][0]: n for k, n in count_outcomes(rows, cfg.dynamic).items()})
 
     # candidates handed out before without a result: recorded as crashed after max_attempts,
     # else handed out again -- alone when this process evaluates (it may be what killed the last
     # run), in ordinary chunks otherwise (the runner was killed: a worker's death would have been
     # seen and handled in that session)
-    first_rows = [_crash_row(c, attempts[c.id], limit, None) for c in todo if attempts.get(c.id, 0) >= limit]
-    retry = [c for c in todo if 0 < attempts.get(c.id, 0) < limit]
+    first_rows = [_crash_row(c, attempts[c.id], max_attempts, None) for c in todo
+                  if attempts.get(c.id, 0) >= max_attempts]
+    retry = [c for c in todo if 0 < attempts.get(c.id, 0) < max_attempts]
     fresh = [c for c in todo if attempts.get(c.id, 0) == 0]
     suspects: deque = deque()       # this session's: a worker died with them in flight
 
@@ -400,19 +518,21 @@ def _run(cfg, cands, worlds, store, *, workers, scheduler, cluster, client, chun
             n = store.commit(first_rows)
             result.evaluated += n
             counts.update(r["status"] for r in first_rows)
-            prog.update(n, Counter(r["status"] for r in first_rows))
+            outcomes.update(count_outcomes(first_rows, cfg.dynamic))
+            prog.update(n, label_counts(first_rows))
         if not todo:
             status = "completed"
             return result
         if scheduler is not None or cluster is not None or client is not None:
             if client is None:
-                from distributed import Client, LocalCluster
-
                 if scheduler is not None:
-                    own_client = client = Client(scheduler)
+                    own_client = client = _connect(scheduler, security)
                 else:
-                    own_cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                                               processes=True, dashboard_address=None)
+                    from distributed import Client, LocalCluster
+
+                    with _main_module_hidden():     # its worker processes start now, without the caller's script
+                        own_cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                                   processes=True, dashboard_address=None, host="127.0.0.1")
                     own_client = client = Client(own_cluster)
             backend = _Dask(cfg, client, faults, t_start)
         elif workers > 0:
@@ -466,19 +586,19 @@ def _run(cfg, cands, worlds, store, *, workers, scheduler, cluster, client, chun
                     continue
                 prog.message(f"warning: {err}; its {len(chunk)} candidate(s) go again, one at a time")
                 for c in chunk:
-                    if attempts.get(c.id, 0) >= limit:
-                        rows.append(_crash_row(c, attempts[c.id], limit, err))
+                    if attempts.get(c.id, 0) >= max_attempts:
+                        rows.append(_crash_row(c, attempts[c.id], max_attempts, err))
                     else:
                         suspects.append(c)
             new_ids = fill()
             if rows or new_ids:
                 n = store.commit(rows, dispatched=new_ids)
-                st = Counter(r["status"] for r in rows)
-                counts.update(st)
+                counts.update(r["status"] for r in rows)
+                outcomes.update(count_outcomes(rows, cfg.dynamic))
                 result.evaluated += n
                 result.cpu += sum(r.get("t_cpu") or 0.0 for r in rows)
                 if rows:
-                    prog.update(len(rows), st)
+                    prog.update(len(rows), label_counts(rows))
         status = "completed"
         return result
     except KeyboardInterrupt:
@@ -502,6 +622,7 @@ def _run(cfg, cands, worlds, store, *, workers, scheduler, cluster, client, chun
         if own_cluster is not None:
             own_cluster.close()
         result.counts = dict(counts)
+        result.outcomes = dict(outcomes)
         result.wall = time.perf_counter() - t_start
         store.end_session(status, result.evaluated)
         prog.close()

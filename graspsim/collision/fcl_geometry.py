@@ -55,11 +55,14 @@ class FCLObjects:
         self._fcl = fcl
         self.objects = [None if s is None else fcl.CollisionObject(fcl_geometry(s), fcl.Transform())
                         for s in shapes]
+        self.kinds = [None if s is None else s.kind for s in shapes]
+        self._X = [None] * len(shapes)
 
     def set_pose(self, i: int, X_WS: np.ndarray) -> None:
         """Place body i's shape frame at the world pose ``X_WS`` (4x4)."""
         self.objects[i].setTransform(self._fcl.Transform(np.ascontiguousarray(X_WS[:3, :3]),
                                                          np.ascontiguousarray(X_WS[:3, 3])))
+        self._X[i] = X_WS
 
     def collide(self, i: int, j: int) -> bool:
         """FCL boolean collision (touching counts) of the current poses."""
@@ -71,4 +74,17 @@ class FCLObjects:
         fcl = self._fcl
         res = fcl.DistanceResult()
         d = fcl.distance(self.objects[i], self.objects[j], fcl.DistanceRequest(enable_nearest_points=True), res)
-        return float(d), np.array(res.nearest_points[0], float), np.array(res.nearest_points[1], float)
+        p, q = np.array(res.nearest_points[0], float), np.array(res.nearest_points[1], float)
+        ki, kj = self.kinds[i], self.kinds[j]
+        if (ki == "mesh") != (kj == "mesh"):
+            # python-fcl 0.7 returns a mesh-primitive pair's points as (on the mesh, on the primitive)
+            # whatever the argument order, and for a sphere both in their own shape frames
+            # (measured for every primitive kind in both orders; tests/test_collision.py checks it)
+            prim = j if ki == "mesh" else i
+            if self.kinds[prim] == "sphere":
+                Xm, Xp = self._X[i if prim == j else j], self._X[prim]
+                p = Xm[:3, :3] @ p + Xm[:3, 3]
+                q = Xp[:3, :3] @ q + Xp[:3, 3]
+            if prim == i:
+                p, q = q, p
+        return float(d), p, q

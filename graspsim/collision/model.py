@@ -19,19 +19,26 @@ Conventions (every quantity SI, world frame W):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import kernels as K
 from .pool import NONE, GeometryPool
 
-__all__ = ["CollisionModel", "ContactSet"]
+__all__ = ["CollisionModel", "ContactSet", "MAX_THRESHOLD"]
+
+#: largest contact threshold (m) the contact kernels are exact for (checked on the shipped worlds)
+MAX_THRESHOLD = 5e-3
 
 
 @dataclass(frozen=True)
 class ContactSet:
-    """Contacts as a struct of arrays (k contacts; see the module docstring for the conventions)."""
+    """Contacts as a struct of arrays (k contacts; see the module docstring for the conventions).
+
+    ``names`` (the body table's names, set by :meth:`CollisionModel.contacts`) only serves printing:
+    ``print(cs)`` shows a short table with the bodies by name.
+    """
 
     body_a: np.ndarray      # (k,) int, body index (BodyTable order)
     body_b: np.ndarray      # (k,) int
@@ -42,9 +49,36 @@ class ContactSet:
     tangent2: np.ndarray    # (k, 3)
     point_a: np.ndarray     # (k, 3) on body_a's surface
     point_b: np.ndarray     # (k, 3) on body_b's surface
+    # body names of the table the indices refer to (for printing); None: bodies shown by index
+    names: tuple | None = field(default=None, compare=False)
+
+    #: rows :meth:`__repr__` shows before it summarises the rest
+    MAX_ROWS = 20
 
     def __len__(self) -> int:
         return int(self.body_a.shape[0])
+
+    def __repr__(self) -> str:
+        """A short table: index, body names, point (m), normal, separation (mm); world frame."""
+        k = len(self)
+        head = f"ContactSet: {k} contact{'' if k == 1 else 's'} (world frame; normal from body_a towards body_b)"
+        if k == 0:
+            return head
+        shown = min(k, self.MAX_ROWS)
+        a = [self._name(i) for i in self.body_a[:shown]]
+        b = [self._name(i) for i in self.body_b[:shown]]
+        wa = max(6, *map(len, a))
+        wb = max(6, *map(len, b))
+        rows = [head, f"{'#':>3}  {'body_a':<{wa}}  {'body_b':<{wb}}  {'point (m)':<26}  {'normal':<23}  sep (mm)"]
+        for r in range(shown):
+            rows.append(f"{r:>3}  {a[r]:<{wa}}  {b[r]:<{wb}}  {_vec(self.point[r], 8, 4):<26}  "
+                        f"{_vec(self.normal[r], 7, 3):<23}  {round(1e3 * float(self.separation[r]), 4) + 0.0:8.4f}")
+        if k > shown:
+            rows.append(f"... and {k - shown} more")
+        return "\n".join(rows)
+
+    def _name(self, i) -> str:
+        return str(self.names[int(i)]) if self.names is not None else f"body {int(i)}"
 
     def pairs(self) -> np.ndarray:
         """(m, 2) distinct (body_a, body_b) pairs in contact, in order."""
@@ -56,7 +90,13 @@ class ContactSet:
 
     def select(self, mask) -> "ContactSet":
         """The contacts where ``mask`` (bool or index array) is set."""
-        return ContactSet(*(getattr(self, f)[mask] for f in self.__dataclass_fields__))
+        arrays = (getattr(self, f)[mask] for f in self.__dataclass_fields__ if f != "names")
+        return ContactSet(*arrays, names=self.names)
+
+
+def _vec(v, width: int, decimals: int) -> str:
+    """``[x y z]`` with fixed-width numbers; values that round to zero print without a sign."""
+    return "[" + " ".join(f"{round(float(x), decimals) + 0.0:{width}.{decimals}f}" for x in v) + "]"
 
 
 class CollisionModel:
@@ -72,8 +112,11 @@ class CollisionModel:
 
     def __init__(self, table, threshold: float = 1e-4, *, normal_tol_deg: float = 10.0, pen_tol: float = 1e-6,
                  region_tol: float | None = None):
-        if not threshold > 0:
-            raise ValueError(f"threshold must be > 0, got {threshold}")
+        if not 0 < threshold <= MAX_THRESHOLD:
+            # the contact regions (bisection along edges, sharp-feature passes, region reduction)
+            # assume a threshold far below feature sizes: at 2 cm a Barrett finger beside the mug
+            # already reports contacts 17 mm deep while nothing interpenetrates
+            raise ValueError(f"contact threshold must be in (0, {MAX_THRESHOLD * 1e3:g} mm], got {threshold} m")
         if not 0 <= pen_tol < threshold:
             raise ValueError(f"pen_tol must be in [0, threshold), got {pen_tol}")
         self.table = table
@@ -137,7 +180,7 @@ class CollisionModel:
         f = self._O_f[:k].copy()
         ab = self._O_ab[:k].copy()
         return ContactSet(ab[:, 0], ab[:, 1], f[:, 0:3], f[:, 3:6], f[:, 6], f[:, 13:16], f[:, 16:19],
-                          f[:, 7:10], f[:, 10:13])
+                          f[:, 7:10], f[:, 10:13], names=self.table.names)
 
     def _grow(self, n: int) -> None:
         self._C = np.empty((2 * n, 10))
@@ -246,6 +289,13 @@ class CollisionModel:
         return np.array([self._pair_distance(X, int(i), int(j))[0] for i, j in pr])
 
     def _pair_distance(self, X, i: int, j: int):
+        if self.fcl.collide(i, j):
+            c = self._candidates(X, i, j)
+            if len(c) and c[:, 9].min() >= -self.pen_tol:
+                # touching: FCL's distance is 0 with meaningless points; the contact kernel's
+                # closest candidate has the exact pair of surface points
+                k = int(np.argmin(c[:, 9]))
+                return max(float(c[k, 9]), 0.0), c[k, 0:3].copy(), c[k, 3:6].copy()
         if self._is_penetrating(X, i, j):
             s1, p1, _ = self._sdf_min(X, i, j)
             s2, p2, _ = self._sdf_min(X, j, i)

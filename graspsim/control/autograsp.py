@@ -5,14 +5,19 @@ interpenetrate anything, a binary search on the step fraction brings the touchin
 contact threshold (separation in (0, threshold]).  A link in contact stops the DOFs that move it --
 except a breakaway DOF whose *proximal* link touched: like the Barrett clutch, its proximal joint is
 then held and the distal joint keeps closing.  No dynamics: the object does not move.
+
+The result says for every DOF what stopped it (:class:`~graspsim.control.explain.DofStop`: the
+link and the body it touched, the joint whose limit it reached, the clutch), and the world keeps
+the closing command as its drive targets: a simulation started afterwards keeps squeezing.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import kinematics
+from .explain import Breakaway, DofStop
 
 __all__ = ["StaticGraspResult", "static_auto_grasp"]
 
@@ -31,6 +36,7 @@ class StaticGraspResult:
     quality: object = None           # GraspQuality when an object was named
     grasp_contacts: object = None    # GraspContacts when an object was named
     notes: list = field(default_factory=list)
+    stops: dict = field(default_factory=dict)   # DOF name -> DofStop: what stopped it, in detail
 
 
 def _dof_moves_link(robot, link: int) -> dict[int, set]:
@@ -43,6 +49,30 @@ def _dof_moves_link(robot, link: int) -> dict[int, set]:
             out.setdefault(j.dof, set()).add(k)
         k = robot.parent_joint[j.parent]
     return out
+
+
+def closing_command(robot, dofs: np.ndarray) -> np.ndarray:
+    """DOF set points that keep ``robot`` closing: each DOF with a closing direction (the sign of
+    its auto-grasp velocity) at its closing limit, the others at ``dofs`` (rad or m)."""
+    out = np.array(dofs, float)
+    for k, d in enumerate(robot.dofs):
+        if d.velocity != 0:
+            out[k] = d.limits[1] if d.velocity > 0 else d.limits[0]
+    return out
+
+
+def _limit_joint(robot, d: int, value: float, locked: dict) -> tuple[str | None, float]:
+    """The joint of DOF ``d`` (not held by a clutch) at its closing limit when the DOF is at
+    ``value``, and that limit; (None, the DOF's limit) if the DOF's own limit is what binds."""
+    dof = robot.dofs[d]
+    for j, r, o in zip(dof.joints, dof.ratios, dof.offsets):
+        if j in locked:
+            continue
+        jl = robot.joints[j].limits
+        lim = jl[1] if r * dof.velocity > 0 else jl[0]
+        if np.isfinite(lim) and abs(r * value + o - lim) <= 1e-7:
+            return robot.joints[j].name, float(lim)
+    return None, float(dof.limits[1] if dof.velocity > 0 else dof.limits[0])
 
 
 def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: float = np.radians(2.0),
@@ -77,6 +107,9 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
     stopped = {d.name: "not moving" for d, a in zip(robot.dofs, active) if not a}
     broke: list[str] = []
     locked: dict[int, float] = {}             # joint index -> held value (broken-away proximal joints)
+    clutch: dict[int, Breakaway] = {}         # DOF -> where and why its clutch broke away
+    stops: dict[str, DofStop] = {d.name: DofStop("not moving", float(dofs[k]))
+                                 for k, d in enumerate(robot.dofs) if not active[k]}
     moves = {li: _dof_moves_link(robot, li) for li in range(len(robot.links))}
     poses = world.body_poses()
     X_WB = h.base_pose
@@ -93,11 +126,17 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
         P[t.robot_links[ri]] = kinematics.forward_kinematics(robot, joints_for(x), X_WB)
         return P
 
+    def stop_at_limit(d: int) -> None:
+        active[d] = False
+        stopped[robot.dofs[d].name] = "limit"
+        joint, limit = _limit_joint(robot, d, dofs[d], locked)
+        stops[robot.dofs[d].name] = DofStop("limit", float(dofs[d]), joint=joint, limit=limit,
+                                            breakaway=clutch.get(d))
+
     # DOFs already at their closing limit do not move
     for d in np.flatnonzero(active):
         if (vel[d] > 0 and dofs[d] >= lim[d, 1]) or (vel[d] < 0 and dofs[d] <= lim[d, 0]):
-            active[d] = False
-            stopped[robot.dofs[d].name] = "limit"
+            stop_at_limit(d)
     evals = 0
     it = 0
     for it in range(1, max_iterations + 1):
@@ -125,41 +164,52 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
         # DOFs at their limits stop
         for d in np.flatnonzero(active):
             if (vel[d] > 0 and dofs[d] >= lim[d, 1] - 1e-12) or (vel[d] < 0 and dofs[d] <= lim[d, 0] + 1e-12):
-                active[d] = False
-                stopped[robot.dofs[d].name] = "limit"
+                stop_at_limit(d)
         if frac >= 1.0:
             continue
         # links now in contact stop the DOFs that move them (breakaway: the proximal joint is held)
         P = poses_for(dofs)
         cs = model.contacts(P, pairs=pairs)
-        touching = set()
+        touching: dict[int, set] = {}         # hand link -> names of the bodies it touches
         for a, b in zip(cs.body_a, cs.body_b):
-            for x in (int(a), int(b)):
+            for x, y in ((int(a), int(b)), (int(b), int(a))):
                 if x in link_of_body:
-                    touching.add(link_of_body[x])
-        for li in touching:
+                    touching.setdefault(link_of_body[x], set()).add(t.names[y])
+        for li in sorted(touching):
+            link, bodies = robot.links[li].name, tuple(sorted(touching[li]))
             for d, js in moves[li].items():
                 if not active[d]:
                     continue
                 dof = robot.dofs[d]
                 distal = dof.joints[-1]
                 if dof.kind == "breakaway" and len(dof.joints) > 1 and distal not in js and dof.joints[0] not in locked:
-                    locked[dof.joints[0]] = joints_for(dofs)[dof.joints[0]]
+                    held = joints_for(dofs)[dof.joints[0]]
+                    locked[dof.joints[0]] = held
                     broke.append(dof.name)
+                    clutch[d] = Breakaway(float(dofs[d]), robot.joints[dof.joints[0]].name, float(held), link, bodies)
                 else:
                     active[d] = False
                     stopped[dof.name] = "contact"
+                    stops[dof.name] = DofStop("contact", float(dofs[d]), link=link, touched=bodies,
+                                              breakaway=clutch.get(d))
         if not touching:
             # the bisection stopped short of contact without a touching pair (e.g. thin features)
             pass
     for d in np.flatnonzero(active):
         stopped[robot.dofs[d].name] = "iterations"
+        stops[robot.dofs[d].name] = DofStop("iterations", float(dofs[d]), breakaway=clutch.get(d))
     qf = joints_for(dofs)
+    for d, b in clutch.items():       # a broken-away DOF: where its distal joint ended
+        dj = robot.dofs[d].joints[-1]
+        stops[robot.dofs[d].name] = replace(stops[robot.dofs[d].name], distal=(robot.joints[dj].name, float(qf[dj])))
     h.set_joint_values(qf) if locked else h.set_dofs(np.clip(dofs, lim[:, 0], lim[:, 1]))
+    # the drives keep the closing command: dynamics started from here keeps squeezing
+    world.state.drive_targets[ri] = closing_command(robot, np.clip(dofs, lim[:, 0], lim[:, 1]))
     P = world.body_poses()
     cs = model.contacts(P, pairs=pairs)
     res = StaticGraspResult(dofs=dofs, joint_values=qf, stopped_by=stopped, broke_away=broke, contacts=cs,
-                            iterations=it, evaluations=evals)
+                            iterations=it, evaluations=evals,
+                            stops={d.name: stops[d.name] for d in robot.dofs})
     if obj is None:
         dyn = [b.name for b in world.bodies.values() if b.dynamic]
         obj = dyn[0] if len(dyn) == 1 else None

@@ -1,9 +1,11 @@
 """Dynamic auto-grasp and the lift test, in the time-stepping simulator.
 
 ``dynamic_auto_grasp`` sets every closing DOF's target to its closing limit, generates smooth
-trajectories at the DOFs' default speeds and simulates until the fingers stop (or a timeout); the
-PD drives (effort-limited) then press the fingers on the object.  Every other DOF -- an arm
-carrying the hand -- holds its pose.  ``lift_test`` then raises the hand (the arm's end effector
+trajectories at the DOFs' default speeds (from where the fingers are) and simulates until every
+closing DOF is still and either pressing with its full effort (blocked by a contact) or at the end
+of its trajectory -- or until a timeout.  The PD drives (effort-limited) then press the fingers on
+the object.  Every other DOF -- an arm carrying the hand -- holds its commanded pose.
+``lift_test`` then raises the hand by the commanded height (the arm's commanded end-effector pose
 along a straight Cartesian line, or a fixed-base hand's base along a prescribed path), holds it,
 and reports whether the object came along and how far it slipped relative to the hand.
 """
@@ -13,9 +15,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import spatial
+import sys
+
+from .. import kinematics, spatial
+from .explain import Breakaway, DofEnd
 from .pd import PDController
-from .trajectory import quintic
+from .trajectory import JointTrajectory, quintic
+
+#: a prismatic DOF's speed and error are compared with a revolute one's at this ratio (1 mm ~ 1/20 rad,
+#: as in the static auto-grasp's step): 0.02 rad/s "still" is 1 mm/s for a gripper's fingers
+PRISMATIC_PER_RAD = 0.05
 
 __all__ = ["DynamicGraspResult", "LiftResult", "dynamic_auto_grasp", "lift_test", "dynamic_open_hand", "Snapshot",
            "start_dynamic_grasp"]
@@ -47,6 +56,8 @@ class DynamicGraspResult:
     grasp_contacts: object = None
     snapshots: list = field(default_factory=list)
     history: dict = field(default_factory=dict)   # time, contact count, object height per step
+    ends: dict = field(default_factory=dict)      # DOF name -> DofEnd: how each DOF ended the grasp
+    joint_values: np.ndarray = None               # (nj,) the hand's joints at the end (rad or m)
 
 
 @dataclass
@@ -59,6 +70,8 @@ class LiftResult:
     rotation: float               # change of its orientation relative to the palm (rad)
     time: float
     wall_time: float
+    commanded: float = float("nan")   # the rise asked of the hand (m)
+    contacts: int = 0                 # contacts between the hand and the object at the end
 
 
 def _object_name(world, obj):
@@ -83,27 +96,103 @@ def _snapshot(sim, hand_ri: int, io: int | None) -> Snapshot:
     return Snapshot(sim.time, names, c.point[sel], forces, sim.dof_values().copy())
 
 
+#: wall seconds a dynamic grasp or lift runs before its progress bar appears (on a terminal)
+PROGRESS_DELAY = 0.5
+
+
+def _progress(total: float, desc: str, enabled: bool):
+    """A tqdm bar over ``total`` simulated seconds on stderr, shown only on a terminal and only
+    once the run has taken ``PROGRESS_DELAY`` s; None when not ``enabled``."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    isatty = getattr(sys.stderr, "isatty", lambda: False)
+    return tqdm(total=round(total, 6), desc=desc, unit="s sim", file=sys.stderr, delay=PROGRESS_DELAY, leave=False,
+                disable=not isatty(), bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.2f}/{total:.2f} s simulated "
+                                                 "[{elapsed}<{remaining}]")
+
+
+def _count_contacts(sim, ri: int, io: int | None) -> int:
+    """Contacts of the last step between robot ``ri``'s links and body ``io``."""
+    c = sim.contacts
+    if c is None or io is None:
+        return 0
+    links = sim.table.robot_links[ri]
+    return int(np.sum(((c.body_a == io) & np.isin(c.body_b, links)) | ((c.body_b == io) & np.isin(c.body_a, links))))
+
+
+def _from_measured(ctl: PDController, hand: str, which: np.ndarray) -> None:
+    """Restart ``hand``'s reference at the measured values of the DOFs ``which`` (local indices):
+    a move of a DOF held back by a contact (its reference far ahead) then starts where it is."""
+    sim = ctl.sim
+    ri = ctl._robot(hand)
+    q = ctl.trajectories[ri](sim.time)[0]
+    q[which] = sim.dof_values(hand)[which]
+    ctl.trajectories[ri] = JointTrajectory(sim.time, 0.0, q, q.copy())
+
+
 def start_dynamic_grasp(sim, hand: str, *, effort: dict | None = None,
                         controller: PDController | None = None) -> PDController:
-    """Set ``hand``'s closing DOFs moving to their closing limits at their default speeds; every
-    other DOF holds.  Returns the controller to pass to ``sim.step`` (the GUI steps it itself)."""
+    """Set ``hand``'s closing DOFs moving from where they are to their closing limits at their
+    default speeds; every other DOF holds its command.  ``effort`` overrides effort limits by DOF
+    name (N m or N; unknown names raise ``KeyError`` naming the hand's DOFs).  Returns the
+    controller to pass to ``sim.step`` (the GUI steps it itself)."""
     ctl = controller or PDController(sim)
+    robot = sim.world.description.robots[ctl._robot(hand)].robot
+    bad = [n for n in (effort or {}) if n not in robot.dof_index]
+    if bad:
+        raise KeyError(f"robot '{hand}' has no DOF {', '.join(repr(b) for b in bad)}; DOFs: {', '.join(robot.dof_names)}")
     for name, e in (effort or {}).items():
         ctl.set_gains(hand, name, effort=e)
+    _from_measured(ctl, hand, np.array([d.velocity != 0 for d in robot.dofs]))
     ctl.move_to(hand, _limit_targets(sim, hand, closing=True))
     return ctl
+
+
+def _dof_ends(sim, ctl: PDController, ri: int, still: np.ndarray, clutch: dict) -> dict:
+    """How each of robot ``ri``'s DOFs stands now (see :class:`DofEnd`)."""
+    robot = sim.world.description.robots[ri].robot
+    sl = sim.ds.robot_slices[ri]
+    traj = ctl.trajectories[ri]
+    q, qd = sim.dof_values()[sl], sim.dof_velocities()[sl]
+    ref = traj(sim.time)[0]
+    effort = np.minimum(ctl.effort[sl], sim.ds.effort[sl])
+    pressing = ctl.kp[sl] * (ref - q) * np.sign([d.velocity for d in robot.dofs]) >= effort * (1 - 1e-9)
+    done = sim.time >= traj.t_end
+    out = {}
+    for k, d in enumerate(robot.dofs):
+        if d.velocity == 0:
+            state = "holding"
+        elif still[k] and pressing[k]:
+            state = "pressing"
+        elif still[k] and done:
+            state = "at target"
+        else:
+            state = "moving"
+        distal = None
+        if sim.state.broken[sl.start + k]:
+            dj = sim.ds.joints[sl.start + k][-1]
+            distal = (robot.joints[d.joints[-1]].name, float(sim.state.joint_q[dj]))
+        out[d.name] = DofEnd(state, float(q[k]), float(traj.q1[k]), float(effort[k]), float(abs(qd[k])),
+                             clutch.get(k) if sim.state.broken[sl.start + k] else None, distal)
+    return out
 
 
 def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: float = 3.0, sim=None,
                        dt: float | None = None, effort: dict | None = None, snapshot_times=(),
                        settle_speed: float = 0.02, settle_time: float = 0.1, analyze: bool = True,
-                       gws: str = "L1", **sim_options) -> DynamicGraspResult:
-    """Close ``hand`` under dynamics until its fingers stop (joint speeds below ``settle_speed``
-    rad/s for ``settle_time`` s after the trajectory ends) or ``timeout`` s of simulated time.
+                       gws: str = "L1", progress: bool = False, **sim_options) -> DynamicGraspResult:
+    """Close ``hand`` under dynamics until it has settled or ``timeout`` s of simulated time.
 
-    ``effort`` overrides DOF effort limits by name (e.g. ``{"f1": 2.5, "f2": 2.5}``).  Snapshots of
-    the contacts and forces are kept at ``snapshot_times`` (s).  The world's state is updated to the
-    final pose.
+    Settled: for ``settle_time`` s every closing DOF moves slower than ``settle_speed`` (rad/s; a
+    prismatic DOF ``settle_speed`` x 0.05 m/s, i.e. 1 mm/s) and is either pressing -- its drive at
+    its effort limit towards a reference ahead of it (blocked by a contact) -- or at the end of its
+    reference.  ``effort`` overrides DOF effort limits by name (e.g. ``{"f1": 2.5, "f2": 2.5}``).
+    Snapshots of the contacts and forces are kept at ``snapshot_times`` (s).  ``progress``: a bar on
+    stderr when it is a terminal and the run takes more than 0.5 s.  The world's state is updated
+    to the final pose and its drive targets to the closing command.  ``result.ends`` says how each
+    DOF ended (pressing, at its target, still moving; whether its clutch broke away).
     """
     import time as _t
 
@@ -113,19 +202,29 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
     if sim is None:
         sim = Simulator(world, dt, **sim_options)
     ri = world.description.robot_index[hand]
+    robot = world.description.robots[ri].robot
     sl = sim.ds.robot_slices[ri]
-    speeds = sim.ds.velocity[sl]
     ctl = start_dynamic_grasp(sim, hand, effort=effort)
     traj = ctl.trajectories[ri]
-    closing = np.flatnonzero(speeds != 0) + sl.start
+    closing = np.array([d.velocity != 0 for d in robot.dofs])
+    sign = np.sign([d.velocity for d in robot.dofs])
+    prismatic = np.array([robot.joints[d.joints[0]].kind == "prismatic" for d in robot.dofs])
+    still_speed = np.where(prismatic, settle_speed * PRISMATIC_PER_RAD, settle_speed)   # rad/s or m/s
+    effort_now = np.minimum(ctl.effort[sl], sim.ds.effort[sl])
     io = sim.table.index.get(obj) if obj is not None else None
     pending = sorted(snapshot_times)
     snaps, hist_t, hist_n, hist_z = [], [], [], []
-    still = 0.0
+    clutch: dict[int, Breakaway] = {}
+    broken = sim.state.broken[sl].copy()
+    prev_q = sim.dof_values()[sl]
+    still_for = 0.0
     settled = False
+    bar = _progress(timeout, f"dynamic grasp of '{obj or hand}'", progress)
     t0 = _t.perf_counter()
     while sim.time < timeout - 1e-12:
         sim.step(ctl)
+        if bar is not None:
+            bar.update(sim.info.h)
         while pending and sim.time >= pending[0] - 1e-9:
             snaps.append(_snapshot(sim, ri, io))
             pending.pop(0)
@@ -133,20 +232,34 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
         hist_n.append(0 if sim.contacts is None else len(sim.contacts))
         if io is not None:
             hist_z.append(sim.poses()[io][2, 3])
-        speed = np.max(np.abs(sim.dof_velocities()[closing])) if len(closing) else 0.0
-        moving_ref = sim.time < traj.t_end and np.any(np.abs(traj(sim.time)[1]) > 1e-9)
-        still = still + sim.info.h if speed < settle_speed else 0.0
-        if still >= settle_time and (not moving_ref or sim.time > 0.25):
-            # the fingers are blocked: keep the PD pressing, finish at a step boundary
-            if not moving_ref or still >= settle_time:
-                settled = True
-                break
+        for k in np.flatnonzero(sim.state.broken[sl] & ~broken):     # a clutch gave way in this step
+            clutch[k] = _breakaway(sim, ri, k, prev_q[k])
+        broken = sim.state.broken[sl].copy()
+        q, qd = sim.dof_values()[sl], sim.dof_velocities()[sl]
+        prev_q = q
+        # settled: every closing DOF still, and either blocked (its drive pushes with its full
+        # effort towards a reference ahead of it) or at the end of its reference
+        still = np.abs(qd) < still_speed
+        pressing = ctl.kp[sl] * (traj(sim.time)[0] - q) * sign >= effort_now * (1 - 1e-9)
+        ok = still & (pressing | (sim.time >= traj.t_end))
+        still_for = still_for + sim.info.h if np.all(ok[closing]) else 0.0
+        if still_for >= settle_time - 1e-12:
+            settled = True
+            break
+    if bar is not None:
+        bar.close()
     wall = _t.perf_counter() - t0
     sim.sync_world()
+    ends = _dof_ends(sim, ctl, ri, np.abs(sim.dof_velocities()[sl]) < still_speed, clutch)
+    # the world keeps the command the drives hold (a simulation started from it keeps squeezing)
+    world.state.drive_targets[ri] = traj.q1.copy()
+    jsel = np.flatnonzero(sim.js.robot == ri)
+    jv = np.zeros(len(robot.joints))
+    jv[sim.js.local[jsel]] = sim.state.joint_q[jsel]
     res = DynamicGraspResult(sim, ctl, hand, obj, settled, sim.time, sim.state.steps, wall,
                              sim.dof_values()[sl].copy(), snapshots=snaps,
                              history={"time": np.array(hist_t), "contacts": np.array(hist_n),
-                                      "object_z": np.array(hist_z)})
+                                      "object_z": np.array(hist_z)}, ends=ends, joint_values=jv)
     if obj is not None and analyze:
         from ..grasp.objects import evaluate_grasp
 
@@ -155,11 +268,30 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
     return res
 
 
+def _breakaway(sim, ri: int, k: int, before: float) -> Breakaway:
+    """The clutch of robot ``ri``'s DOF ``k`` has just given way (at DOF value ``before``, rad)."""
+    robot = sim.world.description.robots[ri].robot
+    d = sim.ds.robot_slices[ri].start + k
+    prox = robot.dofs[k].joints[0]
+    link = robot.joints[prox].child
+    b = int(sim.table.robot_links[ri][link])
+    c = sim.contacts
+    touched = () if c is None else tuple(sorted(
+        {sim.table.names[int(y)] for x, y in zip(np.r_[c.body_a, c.body_b], np.r_[c.body_b, c.body_a]) if x == b}))
+    return Breakaway(float(before), robot.joints[prox].name, float(sim.state.lock[d]), robot.links[link].name, touched)
+
+
 def lift_test(result: DynamicGraspResult, height: float = 0.1, duration: float = 1.0, hold: float = 0.5,
-              *, slip_tolerance: float = 0.01) -> LiftResult:
+              *, slip_tolerance: float = 0.01, progress: bool = False) -> LiftResult:
     """Raise the hand by ``height`` (m, world +z) over ``duration`` s along a smooth path, hold for
     ``hold`` s, and measure the object against the palm.  ``held`` when the object rose by at least
-    80 % of the lift and slipped less than ``slip_tolerance`` (m) relative to the palm."""
+    80 % of the lift and slipped less than ``slip_tolerance`` (m) relative to the palm.
+
+    A hand on an arm: the arm's *commanded* end-effector pose rises by ``height`` (the reference,
+    not the measured pose, which sags under gravity by the PD's steady-state error), so the palm
+    rises by ``height`` up to the change of that sag.  Raises :class:`TrajectoryError` if the line
+    leaves the arm's reach.
+    """
     import time as _t
 
     sim, ctl, hand, obj = result.sim, result.controller, result.hand, result.obj
@@ -177,7 +309,10 @@ def lift_test(result: DynamicGraspResult, height: float = 0.1, duration: float =
         # the arm's end effector moves along a straight vertical line (IK samples)
         arm_i, arm_link, _ = inst.mount
         arm = world.description.robots[arm_i]
-        X_ee = X0[int(sim.table.robot_links[arm_i][arm_link])]
+        # the commanded pose: the line starts from the reference, which the measured pose trails
+        q_ref = ctl.trajectories[arm_i](sim.time)[0]
+        X_ee = kinematics.forward_kinematics(arm.robot, kinematics.joint_values(arm.robot, q_ref),
+                                             world.base_pose(arm_i))[arm_link]
         X_target = X_ee.copy()
         X_target[2, 3] += height
         ctl.move_line(arm.name, X_target, duration=duration, link=arm_link)
@@ -197,7 +332,10 @@ def lift_test(result: DynamicGraspResult, height: float = 0.1, duration: float =
     else:
         raise ValueError(f"hand '{hand}' has a free base: nothing carries it up")
     t0 = _t.perf_counter()
-    sim.run(duration + hold, ctl)
+    bar = _progress(duration + hold, f"lift of '{obj}'", progress)
+    sim.run(duration + hold, ctl, None if bar is None else (lambda s: bar.update(s.info.h)))
+    if bar is not None:
+        bar.close()
     wall = _t.perf_counter() - t0
     X1 = sim.poses()
     rel1 = np.linalg.inv(X1[palm_i]) @ X1[io]
@@ -209,12 +347,16 @@ def lift_test(result: DynamicGraspResult, height: float = 0.1, duration: float =
     hand_rise = float(X1[palm_i][2, 3] - X0[palm_i][2, 3])
     sim.sync_world()
     return LiftResult(held=bool(lifted >= 0.8 * height and slip < slip_tolerance), dropped=bool(lifted < 0.5 * height),
-                      lifted=lifted, hand_rise=hand_rise, slip=slip, rotation=rot, time=sim.time, wall_time=wall)
+                      lifted=lifted, hand_rise=hand_rise, slip=slip, rotation=rot, time=sim.time, wall_time=wall,
+                      commanded=float(height), contacts=_count_contacts(sim, ri, io))
 
 
 def dynamic_open_hand(sim, hand: str, controller: PDController | None = None) -> PDController:
-    """Command ``hand``'s closing DOFs back to their open limits (returns the controller to step with)."""
+    """Command ``hand``'s closing DOFs from where they are back to their open limits (returns the
+    controller to step with)."""
     ctl = controller or PDController(sim)
+    robot = sim.world.description.robots[ctl._robot(hand)].robot
+    _from_measured(ctl, hand, np.array([d.velocity != 0 for d in robot.dofs]))
     ctl.move_to(hand, _limit_targets(sim, hand, closing=False))
     return ctl
 

@@ -6,6 +6,7 @@ An optional ``feedforward(sim, robot, q, qd, qdd) -> tau`` adds computed torques
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -18,7 +19,9 @@ class PDController:
     """Tracks per-robot DOF trajectories with effort-limited PD drives.
 
     ``sim`` is the :class:`~graspsim.Simulator` whose DOFs are controlled.  Initially every robot
-    holds the DOF values it starts with.
+    holds its world's drive targets (``world.state.drive_targets``: the closing command a static
+    auto-grasp leaves, so the fingers keep squeezing with their effort limits) or, without them,
+    the DOF values it starts with.
     """
 
     def __init__(self, sim, *, kp=None, kd=None, effort=None, feedforward: Callable | None = None):
@@ -29,9 +32,11 @@ class PDController:
         self.effort = ds.effort.copy() if effort is None else np.broadcast_to(np.asarray(effort, float), ds.effort.shape).copy()
         self.feedforward = feedforward
         q = sim.dof_values()
+        targets = sim.world.state.drive_targets
         self.trajectories: dict[int, JointTrajectory] = {}
         for ri, sl in enumerate(ds.robot_slices):
-            self.trajectories[ri] = JointTrajectory(sim.time, 0.0, q[sl].copy(), q[sl].copy())
+            hold = q[sl].copy() if targets[ri] is None else np.array(targets[ri], float)
+            self.trajectories[ri] = JointTrajectory(sim.time, 0.0, hold, hold.copy())
 
     def _robot(self, robot: str) -> int:
         idx = self.sim.world.description.robot_index
@@ -39,9 +44,30 @@ class PDController:
             raise KeyError(f"no robot '{robot}'; robots: {', '.join(idx)}")
         return idx[robot]
 
+    def _dof(self, ri: int, dof: str) -> int:
+        robot = self.sim.world.description.robots[ri].robot
+        if dof not in robot.dof_index:
+            from ..errors import did_you_mean
+
+            raise ValueError(f"robot '{robot.name}' has no DOF '{dof}'{did_you_mean(dof, robot.dof_index)}; "
+                             f"DOFs: {', '.join(robot.dof_names)}")
+        return robot.dof_index[dof]
+
     def set_gains(self, robot: str, dof: str, *, kp=None, kd=None, effort=None) -> None:
+        """Set one DOF's proportional gain (N m/rad or N/m), damping (N m s/rad or N s/m) and effort
+        limit (N m or N); each must be finite and >= 0 (the effort > 0).  Checked here, not at the
+        next step, so the error names the call that made it."""
         ri = self._robot(robot)
-        d = self.sim.ds.robot_slices[ri].start + self.sim.world.description.robots[ri].robot.dof_index[dof]
+        d = self.sim.ds.robot_slices[ri].start + self._dof(ri, dof)
+        for name, v, strict in (("kp", kp, False), ("kd", kd, False), ("effort", effort, True)):
+            if v is None:
+                continue
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise ValueError(f"{robot}.{dof}: {name} must be a number, got {v!r}") from None
+            if not math.isfinite(v) or v < 0 or (strict and v == 0):
+                raise ValueError(f"{robot}.{dof}: {name} must be finite and {'> 0' if strict else '>= 0'}, got {v}")
         if kp is not None:
             self.kp[d] = kp
         if kd is not None:
@@ -58,9 +84,16 @@ class PDController:
         q1 = q_now.copy()
         if isinstance(target, dict):
             for k, v in target.items():
-                q1[inst.robot.dof_index[k]] = v
+                q1[self._dof(ri, k)] = v
         else:
-            q1 = np.asarray(target, float).reshape(q_now.shape)
+            q1 = np.asarray(target, float)
+            if q1.shape != q_now.shape:
+                raise ValueError(f"robot '{robot}': target must have {q_now.size} DOF values, got shape {q1.shape}")
+        if not np.all(np.isfinite(q1)):
+            bad = [inst.robot.dof_names[i] for i in np.flatnonzero(~np.isfinite(q1))]
+            raise ValueError(f"robot '{robot}': target of DOF {', '.join(bad)} is not finite")
+        if duration is not None and not (math.isfinite(duration) and duration > 0):
+            raise ValueError(f"robot '{robot}': move duration must be finite and > 0 s, got {duration}")
         traj = joint_trajectory(q_now, q1, inst.robot.dof_limits, self.sim.ds.velocity[sl], t0=self.sim.time,
                                 duration=duration, names=inst.robot.dof_names)
         self.trajectories[ri] = traj

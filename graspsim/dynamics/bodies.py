@@ -26,10 +26,30 @@ class DynamicBodies:
 
     @classmethod
     def from_table(cls, table: BodyTable) -> "DynamicBodies":
+        """The dynamic bodies of ``table``; ValueError naming the body when a mass is not finite and
+        > 0 (kg), a com not finite (m) or an inertia not finite, symmetric and positive definite
+        (kg m^2): the step divides by them."""
         idx = np.flatnonzero(table.dynamic)
         slot = -np.ones(len(table), dtype=np.int64)
         slot[idx] = np.arange(len(idx))
-        return cls(idx, slot, table.mass[idx].copy(), table.com[idx].copy(), table.inertia[idx].copy())
+        out = cls(idx, slot, np.array(table.mass[idx], dtype=float), np.array(table.com[idx], dtype=float),
+                  np.array(table.inertia[idx], dtype=float))
+        out._check(table.names)
+        return out
+
+    def _check(self, names) -> None:
+        m, c, I = self.mass, self.com_L, self.inertia_L
+        ok = np.isfinite(m) & (m > 0) & np.isfinite(c).all(axis=1) & np.isfinite(I).all(axis=(1, 2))
+        # symmetric to rounding, then positive definite: the smallest eigenvalue > 0
+        ok &= np.abs(I - I.transpose(0, 2, 1)).max(axis=(1, 2)) <= 1e-9 * np.abs(I).max(axis=(1, 2))
+        if ok.any():
+            ok[ok] = np.linalg.eigvalsh(I[ok])[:, 0] > 0
+        if ok.all():
+            return
+        k = int(np.flatnonzero(~ok)[0])
+        raise ValueError(f"dynamic body '{names[self.table_index[k]]}': mass must be finite and > 0 (kg), com finite "
+                         f"and inertia finite, symmetric and positive definite; got mass {m[k]!r}, com "
+                         f"{c[k].tolist()}, inertia {I[k].tolist()}")
 
     def __len__(self) -> int:
         return len(self.table_index)

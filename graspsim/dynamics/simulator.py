@@ -17,6 +17,16 @@ applied implicitly (compliant constraint rows) so stiff gains are stable; couple
 equality rows *with* error correction; a failing LCP is retried with a small diagonal
 regularisation and otherwise raises :class:`~graspsim.SimulationError` with the state before the
 step intact; a non-finite state is never committed.
+
+Inputs are checked where they enter (the constructor, ``dt``, ``state``/``restore_state``,
+``apply_external_force``, ``set_base_motion``'s poses, the controller's command, ``run``): bad
+input raises ValueError naming it (SimulationError for a state the step cannot advance), leaving
+the simulator as it was.  Bounds: a step ``dt`` in [MIN_DT, MAX_DT] = [1 ps, 1 s]; poses rigid to
+:data:`graspsim.spatial.RIGID_TOL`; quaternions finite with norm within
+:data:`graspsim.spatial.UNIT_QUAT_TOL` of 1 (renormalised; zero or far from unit refused);
+positions, velocities, forces finite; joint values bounded and, with the links, fitting the poses
+(:mod:`graspsim.dynamics.checks`); masses finite and > 0.  Huge but finite values are not refused:
+the step then either ends finite or raises SimulationError.
 """
 from __future__ import annotations
 
@@ -27,11 +37,13 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ..errors import SimulationError
+from .. import spatial
+from ..errors import SimulationError, did_you_mean
 from ..world import World
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
 from . import bodies as B
+from .checks import MAX_DT, MIN_DT, checked_state, command_array, number, state_problem, vector
 from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
 from .joints import JointFrames, build_joint_sets, joint_frames, joint_values, row_template
@@ -42,6 +54,15 @@ PRI_LIMIT_TOL = 1e-4              # prismatic (m)
 #: the gear holding the proximal joint of a broken-away DOF: LOCK_GAIN times the DOF's kp and kd
 #: (Barrett: 1e4 N m/rad, so the 2.5 N m of a finger deflects it 0.25 mrad)
 LOCK_GAIN = 100.0
+#: error correction (eq. 16, 19) removes gamma of a position error per max(h, step at construction,
+#: H_CORRECTION_MIN) (s): with gamma per step of a 1 ns step, a resting contact 50 um from its
+#: target would be pushed out at 0.2 * 50 um / 1 ns = 1e4 m/s; this way at most 1 cm/s at any step
+H_CORRECTION_MIN = 1e-3
+#: shortest advance of time after an impact cut the step (s; a step cut to 0 would repeat forever)
+H_FLOOR = 1e-9
+#: most friction directions per contact: the pyramid of 32 is within 0.5 % of the circular cone
+#: (cos(pi / 32)); more only grows the LCP by u + 2 rows per contact
+MAX_FRICTION_DIRECTIONS = 32
 
 
 @dataclass
@@ -79,12 +100,18 @@ class StepInfo:
 class Simulator:
     """Time-stepping rigid-body simulation of a :class:`~graspsim.world.World`.
 
-    Parameters: ``dt`` step (s, default the world's), ``friction_directions`` u per contact (default
-    8), ``gamma`` error-correction factor (0.2; per step, over at least the step given at construction), ``threshold`` contact distance (default the world's,
-    0.1 mm), ``static_speed`` static/kinetic switch (1 mm/s), ``gravity`` (default the world's),
-    ``lemke``: None (default) solves each island with the compiled solver and the project's Lemke;
-    an LCP solver ``lemke(M, q, warm_start=None) -> LCPResult`` runs the reference implementation of
-    :mod:`graspsim.dynamics.island` with it instead (slower; for experiments with other solvers).
+    Parameters: ``dt`` step (s, default the world's; in [MIN_DT, MAX_DT] = [1e-12, 1]; may be
+    changed between steps), ``friction_directions`` u per contact (even, in [2, 32]; default 8),
+    ``gamma`` error-correction factor in [0, 1] (0.2; per step, over at least the step given at
+    construction and H_CORRECTION_MIN), ``threshold`` contact distance (m, > 0; default the world's, 0.1 mm),
+    ``static_speed`` static/kinetic switch (m/s, >= 0; 1 mm/s), ``gravity`` (3,) m/s^2 in W (default
+    the world's), ``contact_compliance`` (>= 0), ``max_region_points`` (0: no limit, else >= 3),
+    ``restitution_speed`` (m/s, >= 0), ``lemke``: None (default) solves each island with the compiled
+    solver and the project's Lemke; an LCP solver ``lemke(M, q, warm_start=None) -> LCPResult`` runs
+    the reference implementation of :mod:`graspsim.dynamics.island` with it instead (slower; for
+    experiments with other solvers).  Bad values raise ValueError naming the parameter; so does a
+    world whose state is not valid (:meth:`graspsim.world.World.check_state`) or whose dynamic bodies
+    have a mass that is not finite and > 0 or an inertia that is not positive definite.
     """
 
     def __init__(self, world: World, dt: float | None = None, *, friction_directions: int = 8, gamma: float = 0.2,
@@ -92,31 +119,48 @@ class Simulator:
                  collisions: bool = True, lemke: Callable | None = None, profile: bool = False,
                  project_joints: bool = True, contact_compliance: float = 1e-6, max_region_points: int = 8,
                  restitution: bool = False, restitution_speed: float = 0.1):
+        if not isinstance(world, World):
+            raise ValueError(f"Simulator needs a graspsim World (graspsim.load_world), got {type(world).__name__}")
         self.world = world
         desc = world.description
-        self.dt = float(dt if dt is not None else desc.dt)
-        if not self.dt > 0:
-            raise ValueError(f"dt must be > 0, got {dt}")
-        self.u = int(friction_directions)
-        if self.u < 2 or self.u % 2:
-            raise ValueError("friction_directions must be an even number >= 2 (each direction with its opposite)")
-        self.gamma = float(gamma)
+        try:
+            self.dt = desc.dt if dt is None else dt
+        except ValueError as e:
+            raise ValueError(f"{e} (the world's dt; pass dt= to override it)" if dt is None else str(e)) from None
+        try:
+            self.u = int(friction_directions)
+        except (TypeError, ValueError, OverflowError):
+            self.u = 0
+        # at most MAX_FRICTION_DIRECTIONS: 1000 directions made one step of a resting box run for minutes
+        if not 2 <= self.u <= MAX_FRICTION_DIRECTIONS or self.u % 2 or self.u != friction_directions:
+            raise ValueError(f"friction_directions must be an even number in [2, {MAX_FRICTION_DIRECTIONS}] (each "
+                             f"direction with its opposite), got {friction_directions!r}")
+        self.gamma = number("gamma", gamma, 0.0, 1.0)
         # error correction removes gamma of a position error per step of at least this length (the
-        # step at construction): a caller's tiny step (a few ns to reach a time grid) would otherwise
-        # ask for gamma * error / h, e.g. 0.2 * 50 um / 1 ps = 1e7 m/s, and keep that velocity
-        self._h_correction = self.dt
-        self.threshold = float(threshold if threshold is not None else desc.contact_threshold)
-        self.static_speed = float(static_speed)
-        self.gravity = np.asarray(desc.gravity if gravity is None else gravity, dtype=float)
+        # step at construction, and H_CORRECTION_MIN): a caller's tiny step (a few ns to reach a time
+        # grid) would otherwise ask for gamma * error / h, e.g. 0.2 * 50 um / 1 ps = 1e7 m/s, and
+        # keep that velocity
+        self._h_correction = max(self.dt, H_CORRECTION_MIN)
+        self.threshold = number("threshold", desc.contact_threshold if threshold is None else threshold, 0.0,
+                                 np.inf, open_low=True)
+        self.static_speed = number("static_speed", static_speed, 0.0, np.inf)
+        self.gravity = vector("gravity", desc.gravity if gravity is None else gravity, 3)
+        if lemke is not None and not callable(lemke):
+            raise ValueError(f"lemke must be None or an LCP solver function, got {type(lemke).__name__}")
+        world.check_state()
         self.table = world.table
         self.bodies = B.DynamicBodies.from_table(self.table)
         self.js, self.ds = build_joint_sets(desc, self.table)
         self.profile = profile
         self.project_joints = project_joints
-        self.contact_compliance = float(contact_compliance)
-        self.max_region_points = int(max_region_points)
+        self.contact_compliance = number("contact_compliance", contact_compliance, 0.0, np.inf)
+        mrp = number("max_region_points", max_region_points, 0.0, 1e9)
+        if mrp != int(mrp) or 0 < mrp < 3:
+            raise ValueError(f"max_region_points must be 0 (no limit) or a whole number >= 3, "
+                             f"got {max_region_points!r}")
+        self.max_region_points = int(mrp)
         self.restitution = bool(restitution)
-        self.restitution_speed = float(restitution_speed)
+        self.restitution_speed = number("restitution_speed", restitution_speed, 0.0, np.inf)
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
         # None: the compiled island solver (with the project's Lemke); a callable: the reference
@@ -137,7 +181,7 @@ class Simulator:
         jq = jq_world + (jq - jq_world + np.pi) % (2 * np.pi) - np.pi
         jq = np.where(self.js.kind == 0, jq, joint_values(self.js, F))
         nd = len(self.ds)
-        self.state = SimState(0.0, c0, q0, np.zeros((nb, 6)), jq, np.zeros(nd, bool), np.zeros(nd))
+        self._state = SimState(0.0, c0, q0, np.zeros((nb, 6)), jq, np.zeros(nd, bool), np.zeros(nd))
         self.info = StepInfo()
         self._ext = np.zeros((nb, 6))
         self._kinematic: dict[int, Callable] = {}
@@ -169,6 +213,24 @@ class Simulator:
 
     # ------------------------------------------------------------------ public API
     @property
+    def dt(self) -> float:
+        """The step (s), in [MIN_DT, MAX_DT]; setting it checks it (ValueError, step unchanged)."""
+        return self._dt
+
+    @dt.setter
+    def dt(self, value: float) -> None:
+        self._dt = number("dt", value, MIN_DT, MAX_DT)
+
+    @property
+    def state(self) -> SimState:
+        """The current :class:`SimState` (assigning one restores it, see :meth:`restore_state`)."""
+        return self._state
+
+    @state.setter
+    def state(self, value: SimState) -> None:
+        self.restore_state(value)
+
+    @property
     def time(self) -> float:
         return self.state.time
 
@@ -192,24 +254,29 @@ class Simulator:
         return self.state.copy()
 
     def restore_state(self, state: SimState) -> None:
-        self.state = state.copy()
+        """Make a copy of ``state`` current.  ValueError naming the field and body (and the state
+        unchanged) unless it fits this simulator: a SimState with finite time, com positions c
+        (nb, 3) m, velocities v (nb, 6), joint values (nj,) and locks (nd,), broken flags (nd,) and
+        quaternions q (nb, 4) of norm within :data:`graspsim.spatial.UNIT_QUAT_TOL` of 1, which are
+        renormalised (those unit to 1e-12 are kept bit for bit, so a saved state replays exactly)."""
+        self._state = checked_state(self, state)
 
     def poses(self) -> np.ndarray:
         """(N, 4, 4) world poses of every body (table order: links, objects, obstacles)."""
         return self._poses(self.state.c, self.state.q)
 
     def body_pose(self, name: str) -> np.ndarray:
-        return self.poses()[self.table.index[name]]
+        return self.poses()[self._body_index(name)]
 
     def body_velocity(self, name: str) -> np.ndarray:
         """[v_com; omega] (6,) in W; zeros for a static body."""
-        s = self.bodies.slot[self.table.index[name]]
+        s = self.bodies.slot[self._body_index(name)]
         return np.zeros(6) if s < 0 else self.state.v[s].copy()
 
     def dof_values(self, robot: str | None = None) -> np.ndarray:
         """DOF values measured from the joints (all robots, or one robot's)."""
         vals = self._dof_values(self.state.joint_q)
-        return vals if robot is None else vals[self.ds.robot_slices[self.world.description.robot_index[robot]]]
+        return vals if robot is None else vals[self.ds.robot_slices[self._robot_index(robot)]]
 
     def dof_velocities(self, robot: str | None = None) -> np.ndarray:
         """DOF velocities (rad/s or m/s) from the joint rates at the current body velocities
@@ -220,19 +287,24 @@ class Simulator:
         rates = RK.rate_rows(js.kind, js.parent, js.child, self.bodies.slot, self._com_world(X), F.o, F.axis,
                              self.state.v)[2]
         vals = self._dof_values(rates, offsets=False)
-        return vals if robot is None else vals[self.ds.robot_slices[self.world.description.robot_index[robot]]]
+        return vals if robot is None else vals[self.ds.robot_slices[self._robot_index(robot)]]
 
     def set_base_motion(self, robot: str, motion: Callable | None) -> None:
         """Move a fixed-base robot's base along a prescribed path: ``motion(t) -> (X_WB (4, 4),
         twist (6,) = [linear velocity of the base frame origin; angular velocity], W)``.
 
         The base stays a static (infinitely heavy) body, but contacts and joints see its velocity.
-        ``None`` stops the motion (the base stays where it is).
+        ``None`` stops the motion (the base stays where it is).  Each step checks what ``motion``
+        returns: a pose that is not finite and rigid or a twist that is not 6 finite numbers raises
+        ValueError naming the robot and the time, before anything moves.
         """
-        ri = self.world.description.robot_index[robot]
+        ri = self._robot_index(robot)
         inst = self.world.description.robots[ri]
         if inst.mount is not None or not inst.fixed_base:
             raise ValueError(f"robot '{robot}' has no fixed base to move (mounted or free)")
+        if motion is not None and not callable(motion):
+            raise ValueError(f"robot '{robot}': base motion must be a function motion(t) -> (X_WB, twist) or None, "
+                             f"got {type(motion).__name__}")
         b = int(self.table.robot_links[ri][inst.robot.base_link])
         if motion is None:
             self._kinematic.pop(b, None)
@@ -244,25 +316,36 @@ class Simulator:
         if not self._kinematic:
             return None
         V = np.zeros((len(self.table), 6))
+        placed = []
         for b, motion in self._kinematic.items():
-            X, tw = motion(t)
-            self._X_static[b] = X
+            out = motion(t)
+            what = f"base motion of '{self.table.names[b]}' at t = {t:.9g} s"
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise ValueError(f"{what}: must return (X_WB (4, 4), twist (6,)), got {type(out).__name__}")
+            X = spatial.check_rigid(out[0], f"{what}: pose")
+            tw = vector(f"{what}: twist", out[1], 6)
             com = X[:3, :3] @ self._com_L_all[b]
             V[b, :3] = tw[:3] + cross(tw[3:], com)
             V[b, 3:] = tw[3:]
+            placed.append((b, X))
+        for b, X in placed:      # only once every motion checked out
+            self._X_static[b] = X
         return V
 
     def apply_external_force(self, body: str, point_W, force_W) -> None:
-        """Add a force (N, W) at a world point on a dynamic body for the next step only (GUI push/pull)."""
-        i = self.table.index[body]
+        """Add a force (N, W) at a world point (m, W) on a dynamic body for the next step only (GUI
+        push/pull).  ValueError (nothing applied) for an unknown or static body or a point or force
+        that is not 3 finite numbers."""
+        i = self._body_index(body)
         s = self.bodies.slot[i]
         if s < 0:
             raise ValueError(f"body '{body}' is static")
+        f = vector(f"force on '{body}'", force_W, 3)
+        p = vector(f"point of the force on '{body}'", point_W, 3)
         X = self.poses()[i]
         com = X[:3, :3] @ self.table.com[i] + X[:3, 3]
-        f = np.asarray(force_W, dtype=float)
         self._ext[s, :3] += f
-        self._ext[s, 3:] += cross(np.asarray(point_W, float) - com, f)
+        self._ext[s, 3:] += cross(p - com, f)
 
     def sync_world(self) -> None:
         """Write the simulated state back into the world (DOF values and object poses)."""
@@ -279,7 +362,8 @@ class Simulator:
             self.world.state.body_poses[bi] = X[nl + bi].copy()
 
     def run(self, duration: float, controller=None, callback: Callable | None = None) -> None:
-        """Step until ``time`` has advanced by ``duration`` (s); ``callback(sim)`` after each step."""
+        """Step until ``time`` has advanced by ``duration`` (s, finite, >= 0); ``callback(sim)`` after each step."""
+        duration = number("duration", duration, 0.0, np.inf)
         t_end = self.state.time + duration - 1e-12
         while self.state.time < t_end:
             self.step(controller)
@@ -295,10 +379,18 @@ class Simulator:
         t0 = _t.perf_counter() if tm is not None else 0.0
         s = self.state
         h = self.dt
+        # the state's arrays can be changed in place: a NaN must not reach the collision search
+        # (it would not end), nor time stand still (run() would not end)
+        if not (s.time + h > s.time and RK.all_finite(s.c, s.q, s.v)
+                and RK.all_finite(s.joint_q[None], s.lock[None], s.joint_q[None])):
+            raise SimulationError(self._step_refusal(s, h))
         # kinematic (prescribed-motion) bodies move to where their path puts them at the step's end
         V = self._kinematic_velocities(s.time + h)
         # 1-2: velocity-to-pose map and move all dynamic bodies with their current velocities
-        c1, q1 = RK.integrate(s.c, s.q, s.v, h)
+        try:
+            c1, q1 = RK.integrate(s.c, s.q, s.v, h)
+        except ZeroDivisionError:     # a zero quaternion put into the state in place
+            raise SimulationError(self._step_refusal(s, h)) from None
         # 3: collision and joint-limit check; binary search for the first contact/limit instant
         X = self._poses(c1, q1)
         frac, contacts = self._first_impact_fraction(s, c1, q1, h, X)
@@ -310,7 +402,8 @@ class Simulator:
             X = self._poses(c1, q1)
             F, jq = self._joint_state(X, s.joint_q)
             contacts = False
-        h_eff = max(frac * h, 1e-9)
+        # a cut step advances at least H_FLOOR; a step the caller asked to be shorter, by itself
+        h_eff = max(frac * h, min(h, H_FLOOR))
         if tm is not None:
             tm["collision"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
         # 4: find all contacts (already found at the trial pose when the move was small)
@@ -364,26 +457,62 @@ class Simulator:
         labels, n_isl = self._islands(contacts)
         # 10: per island: free step, equality system or mixed LCP
         # block inverse masses (m I, I_W at the new orientation), the gyroscopic term, M^-1 (M v + h k)
-        _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, q1, s.v, k, h_eff)
-        v_new, impulses, info = self._solve_islands(labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts)
-        if tm is not None:
-            tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
-        if not RK.all_finite(v_new, c1, q1):
-            raise SimulationError(f"non-finite state after the step at t = {s.time:.6f} s "
-                                  f"(h = {h_eff:.3g} s); the state before the step is kept")
-        # post-stabilisation of the joints: project the new positions back onto the constraints
-        c1, q1 = self._displace(c1, q1, info.pop("dx"))
+        try:    # the compiled kernels divide: overflowing numbers (a blow-up) end in a ZeroDivisionError
+            _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, q1, s.v, k, h_eff)
+            v_new, impulses, info = self._solve_islands(labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts)
+            if tm is not None:
+                tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
+            # post-stabilisation of the joints: project the new positions back onto the constraints
+            c1, q1 = self._displace(c1, q1, info.pop("dx"))
+            # (jq is finite: it comes from finite poses unwrapped against the checked joint_q)
+            finite = RK.all_finite(v_new, c1, q1)
+        except ZeroDivisionError:
+            finite = False
+        if not finite:
+            raise SimulationError(f"non-finite numbers in the step at t = {s.time:.6f} s (h = {h_eff:.3g} s; "
+                                  f"{self._fastest(s)}); the state before the step is kept")
+        if not s.time + h_eff > s.time:
+            raise SimulationError(f"a step of {h_eff:.3g} s does not advance the clock at t = {s.time!r} s "
+                                  "(below its resolution); the state before the step is kept")
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
         c_imp = np.zeros(len(st.c_idx))       # impulses of the coupling rows (none for the holds)
         c_imp[st.c_hard] = info.pop("hard_impulse")[len(eq):]
         broken, lock = self._update_breakaway(st, c_imp, h_eff, jq, cmd, s)
-        self.state = SimState(s.time + h_eff, c1, q1, v_new, jq, broken, lock, s.steps + 1)
+        self._state = SimState(s.time + h_eff, c1, q1, v_new, jq, broken, lock, s.steps + 1)
         self._ext[:] = 0.0
         self.info = StepInfo(h=h_eff, fraction=frac, contacts=contacts, contact_impulse=impulses,
                              lcp_sizes=info["lcp_sizes"], pivots=info["pivots"], islands=n_isl, timing=tm or {})
         if tm is not None:
             tm["integration"] = _t.perf_counter() - t0
         return self.info
+
+    # ------------------------------------------------------------------ input checks
+    def _body_index(self, name: str) -> int:
+        i = self.table.index.get(name) if isinstance(name, str) else None
+        if i is None:
+            hint = did_you_mean(str(name), self.table.names)
+            raise ValueError(f"no body '{name}' in world '{self.world.name}'{hint}")
+        return i
+
+    def _robot_index(self, name: str) -> int:
+        idx = self.world.description.robot_index
+        if not isinstance(name, str) or name not in idx:
+            raise ValueError(f"no robot '{name}' in world '{self.world.name}'{did_you_mean(str(name), idx)}")
+        return idx[name]
+
+    def _fastest(self, s) -> str:
+        """The fastest body of state ``s`` (a blow-up's first suspect), in words."""
+        if not len(s.v):
+            return "no dynamic bodies"
+        sp = np.abs(s.v).max(axis=1)
+        k = int(np.argmax(sp))
+        return (f"fastest body before the step: '{self.table.names[self.bodies.table_index[k]]}' at "
+                f"{sp[k]:.3g} m/s or rad/s")
+
+    def _step_refusal(self, s, h: float) -> str:
+        problem = state_problem(self, s) or \
+            f"a step of {h:.3g} s does not advance the clock at t = {s.time!r} s (below its resolution)"
+        return f"cannot step: {problem}; the state is unchanged"
 
     # ------------------------------------------------------------------ pieces of the step
     def _joint_state(self, X: np.ndarray, previous: np.ndarray) -> tuple[JointFrames, np.ndarray]:
@@ -664,10 +793,10 @@ class Simulator:
         """Step 7: explicit joint torques (nj,) and the implicit PD drive rows."""
         if cmd is None:
             return np.zeros(len(self.js)), Rows.empty()
-        f = lambda x: np.ascontiguousarray(x, dtype=np.float64)
-        effort = np.minimum(f(cmd.effort), self.ds.effort)
-        tau, act, eps, comp = RK.pd_drives(st.P, jq - self._joint_offsets, rates, f(cmd.q_ref), f(cmd.qd_ref), f(cmd.kp),
-                                           f(cmd.kd), f(cmd.tau_ff), effort, st.drive_idx, st.drive_w, h, len(self.js))
+        q_ref, qd_ref, tau_ff, kp, kd, effort = command_array(cmd, self.ds.names)
+        effort = np.minimum(effort, self.ds.effort)
+        tau, act, eps, comp = RK.pd_drives(st.P, jq - self._joint_offsets, rates, q_ref, qd_ref, kp,
+                                           kd, tau_ff, effort, st.drive_idx, st.drive_w, h, len(self.js))
         if not len(act):
             return tau, Rows.empty()
         return tau, self._gather(rate_ext, st.drive_idx[act], st.drive_w[act], eps, comp)
@@ -891,3 +1020,4 @@ class Simulator:
                 broken[d] = True
                 lock[d] = jq[self.ds.joints[d][0]]
         return broken, lock
+

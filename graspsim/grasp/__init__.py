@@ -7,6 +7,8 @@ Self-contained (imports nothing else from graspsim).  Main entry points:
   lazy volume).
 * :func:`analyze_wrenches` - the same from primitive wrenches (k, M, 6).
 * :func:`wrench_margin` - where a measured wrench sits in the space.
+* :func:`robustness` - force closure probability and epsilon under object pose and
+  friction noise, re-closing the hand per sample (needs the world layers: lazy).
 * :func:`plot_gws` - force/torque 3-D projections as a PNG (needs matplotlib).
 
 See docs/grasp_analysis.md for conventions and algorithms.
@@ -73,4 +75,8 @@ def __getattr__(name: str) -> Any:  # object-level helpers need the world/collis
         from . import objects
 
         return getattr(objects, name)
+    if name in ("robustness", "Grasp", "RobustQuality"):
+        from . import robust  # not robustness.py: importing it would shadow the function
+
+        return getattr(robust, name)
     raise AttributeError(f"module 'graspsim.grasp' has no attribute {name!r}")

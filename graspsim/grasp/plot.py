@@ -11,6 +11,12 @@ L-infinity the support points of the 6-D space in directions ``[v, 0]``
 sphere (exact vertices of the projection; an inner approximation when
 ``n_directions`` is small).  The epsilon ball of the 6-D space projects to the
 3-D ball of the same radius, drawn as a wireframe around the origin.
+
+The axes are the wrench coordinates: forces ``f`` per unit normal force (L1:
+all contacts together; Linf: each contact), and torques ``tau`` about the
+centre of mass times ``s = torque_scale`` (1 / m, GraspIt: 1 / the largest
+distance from the centre of mass to the surface) so that both are forces.  A
+caption under the plots says so.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from numpy.typing import NDArray
 
 from .quality import GraspQuality, analyze_wrenches, support_function
 
-__all__ = ["plot_gws", "projection_points"]
+__all__ = ["plot_gws", "projection_points", "caption"]
 
 
 def _fibonacci_sphere(n: int) -> NDArray[np.float64]:
@@ -83,9 +89,21 @@ def _draw(ax: Any, pts: NDArray[np.float64], eps: float, color: str, labels: lis
         pass
 
 
+def caption(gws: str, torque_scale: float | None = None) -> str:
+    """What the axes of :func:`plot_gws` mean (the text under the plots)."""
+    budget = ("a unit total normal force over all contacts (L1)" if gws == "L1"
+              else "a unit normal force at each contact (Linf)")
+    s = ("s = torque_scale" if torque_scale is None else
+         f"s = {torque_scale:.4g} 1/m (1 / {1e3 / torque_scale:.1f} mm")
+    s += ", 1 / the largest distance from the centre of mass to the surface" + ("" if torque_scale is None else ")")
+    return (f"Wrenches the grasp can apply with {budget}: forces f = (fx, fy, fz) in units of that force.\n"
+            f"s*tau: torque about the object's centre of mass times {s}, so that it is a force too.\n"
+            "Red: the origin and the epsilon ball (the largest ball about the origin inside the space).")
+
+
 def plot_gws(result: GraspQuality | Any, path: str | Path | None = None, *,
              gws: str | None = None, title: str | None = None,
-             n_directions: int = 400, dpi: int = 120) -> Any:
+             n_directions: int = 400, dpi: int = 120, torque_scale: float | None = None) -> Any:
     """Draw the force and torque projections of the GWS with the epsilon ball.
 
     Args:
@@ -97,6 +115,8 @@ def plot_gws(result: GraspQuality | Any, path: str | Path | None = None, *,
         title: figure title (default: space, closure and epsilon).
         n_directions: support directions for the Linf projections.
         dpi: resolution of the PNG.
+        torque_scale: the ``s`` the torques were multiplied by (1/m), for
+            the caption that explains the axes (see :func:`caption`).
 
     Returns:
         The ``matplotlib.figure.Figure``.
@@ -106,17 +126,19 @@ def plot_gws(result: GraspQuality | Any, path: str | Path | None = None, *,
 
     if not isinstance(result, GraspQuality):
         result = analyze_wrenches(result, gws or "L1")
-    fig = Figure(figsize=(10, 5))
+    fig = Figure(figsize=(10, 5.6))
     FigureCanvasAgg(fig)
     eps = float(result.epsilon)
     for i, (part, color, labels) in enumerate((
             ("force", "tab:blue", ["fx", "fy", "fz"]),
-            ("torque", "tab:green", ["s*tx", "s*ty", "s*tz"]))):
+            ("torque", "tab:green", ["s*tau_x", "s*tau_y", "s*tau_z"]))):
         ax = fig.add_subplot(1, 2, i + 1, projection="3d")
         _draw(ax, projection_points(result, part, n_directions), eps, color, labels)
-        ax.set_title(f"{part} space")
+        ax.set_title("force space (fx, fy, fz)" if part == "force" else "torque space (s*tau: scaled torque)")
     fig.suptitle(title or (f"{result.gws} GWS: force closure={result.force_closure}, "
                            f"epsilon={eps:.4g}"))
+    fig.text(0.5, 0.015, caption(result.gws, torque_scale), ha="center", va="bottom", fontsize=8)
+    fig.subplots_adjust(bottom=0.14)
     if path is not None:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)

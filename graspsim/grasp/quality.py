@@ -174,8 +174,14 @@ class GraspQuality:
     @property
     def volume(self) -> float:
         """6-D volume of the grasp wrench space (computed once, cached)."""
+        return self.compute_volume()
+
+    def compute_volume(self, max_facets: int = MAX_VOLUME_FACETS) -> float:
+        """The volume (cached), computing the hull with at most ``max_facets`` facets (an
+        L-infinity hull of k contacts with M generators can have far more than the default:
+        about 170 bytes and 2-5 us per facet); beyond that :func:`gws_volume` raises RuntimeError."""
         if self._volume is None:
-            self._volume = gws_volume(self.wrenches, self.gws)
+            self._volume = gws_volume(self.wrenches, self.gws, max_facets=max_facets)
         return self._volume
 
     def margin(self, wrench: ArrayLike) -> "WrenchMargin":

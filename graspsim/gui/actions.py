@@ -1,9 +1,9 @@
 """The one place where the GUI calls collision, grasp analysis, dynamics and auto-grasp.
 
-Every function imports its module lazily and raises :class:`NotAvailable` (with a short reason
-for the status overlay) when that part of graspsim is not importable or lacks the function.  The
-GUI never computes physics itself; it only draws what these calls return and passes user input
-(DOF values, poses, external forces) through them.
+Each function imports its module when first called (so that opening the CLI or the session
+does not load FCL, numba kernels or the simulator); an ImportError there is a broken install and
+propagates.  The GUI never computes physics itself; it only draws what these calls return and
+passes user input (DOF values, poses, external forces) through them.
 
 Calls made (public API the rest of graspsim provides):
 
@@ -19,27 +19,23 @@ Calls made (public API the rest of graspsim provides):
 * ``sim.apply_external_force(body_name, point_W, force_W)``: called before each ``step()`` while
   the user pulls or pushes a body; the force acts during that one step only.
   ``sim.body_velocity(body_name)`` -> [v_com; omega] (6,) W: the pull's and the probe's damping.
-* ``graspsim.control.auto_grasp(world, hand_name)`` (static, changes ``world.state``),
+* ``graspsim.control.PDController(sim)``: the controller every new simulation steps with (the
+  drives hold the world's drive targets: the closing command after an auto-grasp),
+  ``graspsim.control.auto_grasp(world, hand_name)`` (static, changes ``world.state``),
   ``graspsim.control.start_dynamic_grasp(sim, hand_name)`` -> a controller passed to every
-  following ``sim.step(controller)`` (None: the call configured the simulator itself) and,
-  optionally, ``graspsim.control.dynamic_open_hand(sim, hand_name)`` -> a controller likewise.
+  following ``sim.step(controller)`` (None: the call configured the simulator itself) and
+  ``graspsim.control.dynamic_open_hand(sim, hand_name)`` -> a controller likewise.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["NotAvailable", "ContactView", "find_contacts", "analyze", "make_simulator", "sim_time",
+__all__ = ["ContactView", "find_contacts", "analyze", "make_simulator", "sim_time",
            "sim_step", "sim_sync", "sim_poses", "sim_contacts", "sim_body_velocity", "to_views",
-           "apply_external_force", "auto_grasp", "dynamic_auto_grasp",
-           "dynamic_open_hand", "available"]
-
-
-class NotAvailable(RuntimeError):
-    """A part of graspsim the GUI needs is not importable (yet) or lacks the function called."""
+           "apply_external_force", "auto_grasp", "dynamic_auto_grasp", "drive_controller",
+           "dynamic_open_hand"]
 
 
 @dataclass
@@ -53,26 +49,6 @@ class ContactView:
     mu: float = 0.5             # static friction coefficient of the pair
     separation: float = 0.0
     force: np.ndarray | None = None   # force on body_b (N), from the dynamics
-
-
-def _function(module: str, name: str, what: str) -> Callable[..., Any]:
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as e:
-        raise NotAvailable(f"{what}: not available yet ({module} cannot be imported: {e})") from None
-    fn = getattr(mod, name, None)
-    if fn is None:
-        raise NotAvailable(f"{what}: not available yet ({module}.{name} is missing)")
-    return fn
-
-
-def available(module: str) -> bool:
-    """True if ``module`` (e.g. ``"graspsim.collision"``) imports."""
-    try:
-        importlib.import_module(module)
-        return True
-    except ImportError:
-        return False
 
 
 def _mu(world, a: str, b: str) -> float:
@@ -146,25 +122,31 @@ def to_views(world, contacts, forces=None) -> list[ContactView]:
 
 def find_contacts(world) -> list[ContactView]:
     """Contacts of the world in its current state (collision module)."""
-    fn = _function("graspsim.collision", "find_contacts", "contacts")
-    return to_views(world, fn(world, world.description.contact_threshold))
+    from graspsim.collision import find_contacts as contacts_of
+
+    return to_views(world, contacts_of(world, world.description.contact_threshold))
 
 
 def analyze(points, normals, mu, center, torque_scale):
     """Grasp quality (``force_closure``, ``epsilon``, ``volume``, ``wrenches``) of a contact set."""
-    fn = _function("graspsim.grasp", "analyze", "grasp quality")
-    return fn(points, normals, mu, center=center, torque_scale=torque_scale, volume=True)
+    from graspsim.grasp import analyze as grasp_analyze
+
+    return grasp_analyze(points, normals, mu, center=center, torque_scale=torque_scale, volume=True)
 
 
 def make_simulator(world):
     """A new simulator on ``world`` (starting from its current state)."""
-    try:
-        import graspsim
+    from graspsim.dynamics import Simulator
 
-        cls = graspsim.Simulator
-    except (ImportError, AttributeError) as e:
-        raise NotAvailable(f"dynamics: not available yet (graspsim.Simulator: {e})") from None
-    return cls(world, world.description.dt)
+    return Simulator(world, world.description.dt)
+
+
+def drive_controller(sim):
+    """The controller a new simulation steps with: every robot's drives hold the world's drive
+    targets (the closing command after an auto-grasp) or its DOF values (``PDController(sim)``)."""
+    from graspsim.control import PDController
+
+    return PDController(sim)
 
 
 def sim_time(sim) -> float:
@@ -212,23 +194,26 @@ def sim_body_velocity(sim, body: str) -> np.ndarray | None:
 
 def apply_external_force(sim, body: str, point_W: np.ndarray, force_W: np.ndarray) -> None:
     """Hand a user force (pull/push) to the simulator for the next step."""
-    fn = getattr(sim, "apply_external_force", None)
-    if fn is None:
-        raise NotAvailable("pull/push: not available yet (Simulator.apply_external_force is missing)")
-    fn(body, np.asarray(point_W, float), np.asarray(force_W, float))
+    sim.apply_external_force(body, np.asarray(point_W, float), np.asarray(force_W, float))
 
 
 def auto_grasp(world, hand: str):
     """Static auto-grasp: close the hand's fingers until they touch (changes ``world.state``)."""
-    return _function("graspsim.control", "auto_grasp", "auto-grasp")(world, hand)
+    from graspsim.control import auto_grasp as static_grasp
+
+    return static_grasp(world, hand)
 
 
 def dynamic_auto_grasp(sim, hand: str):
     """Dynamic auto-grasp: returns the controller to pass to every ``sim.step`` (or None if the
     call configured the simulator itself); the simulation closes the hand."""
-    return _function("graspsim.control", "start_dynamic_grasp", "dynamic auto-grasp")(sim, hand)
+    from graspsim.control import start_dynamic_grasp
+
+    return start_dynamic_grasp(sim, hand)
 
 
 def dynamic_open_hand(sim, hand: str):
     """Open the hand under the dynamics: returns the controller for the following steps (or None)."""
-    return _function("graspsim.control", "dynamic_open_hand", "open hand (dynamics)")(sim, hand)
+    from graspsim.control import dynamic_open_hand as open_hand
+
+    return open_hand(sim, hand)

@@ -72,7 +72,9 @@ class Viewer:
         _, radius = self.session.focus_bounds()
         #: friction-cone height (m), from the size of the hand and the objects
         self.cone_height = max(0.012, 0.12 * radius)
-        self.renderer = Renderer(self.session.table, self.session.scene_bounds())
+        from .visuals import body_visuals
+
+        self.renderer = Renderer(self.session.table, self.session.scene_bounds(), body_visuals(world))
         self._target = ScaledTarget()
         #: fraction of the window's resolution the 3-D scene is drawn at (adapted when ``adaptive``)
         self.render_scale = 1.0

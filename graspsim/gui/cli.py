@@ -40,7 +40,8 @@ def register(subparsers) -> None:
     p.add_argument("--size", type=_size, default=(1280, 720), metavar="WxH", help="window size (default 1280x720)")
     p.add_argument("--select", metavar="NAME", help="robot or body selected at start (default: the last robot)")
     p.add_argument("--interactive", action="store_true", help="keep the window open after --script/--screenshot")
-    p.add_argument("--headless", action="store_true", help="render offscreen with EGL (no display needed)")
+    p.add_argument("--headless", action="store_true", help="render offscreen with EGL (no display needed); "
+                   "needs --script or --screenshot")
     p.add_argument("--samples", type=int, default=0, metavar="N",
                    help="multisample anti-aliasing, e.g. 4 (default 0: software OpenGL is 3x slower with it)")
     p.add_argument("--fps", type=float, default=40.0, metavar="N",
@@ -59,6 +60,14 @@ def _cmd_view(args) -> int:
         commands = load_script(args.script) if args.script else []
     except ScriptError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    # an offscreen window takes no input: without something to do it would never close
+    if args.headless and args.interactive:
+        print("error: --headless renders offscreen and takes no input: it cannot be --interactive", file=sys.stderr)
+        return 2
+    if args.headless and not (commands or args.screenshot):
+        print("error: --headless needs --script or --screenshot FILE.png (an offscreen viewer has nothing "
+              "else to do)", file=sys.stderr)
         return 2
     world = load_world(args.world)
     from . import open_viewer

@@ -159,13 +159,26 @@ def nice_step(length: float) -> float:
 class Renderer:
     """GL resources for one world, and the draw calls of one frame (see module docstring)."""
 
-    def __init__(self, table, bounds: tuple[np.ndarray, np.ndarray]):
+    def __init__(self, table, bounds: tuple[np.ndarray, np.ndarray], visuals: list | None = None):
+        """``visuals``: per body, Visual entries drawn instead of its contact shape (URDF links)."""
+        from .visuals import visual_triangles
+
         self.table = table
         self.mesh_prog = ShaderProgram(Shader(_MESH_VS, "vertex"), Shader(_MESH_FS, "fragment"))
         self.line_prog = ShaderProgram(Shader(_LINE_VS, "vertex"), Shader(_LINE_FS, "fragment"))
         self.shapes: list = []
-        for s in table.shapes:
-            self.shapes.append(None if s is None else self._upload(*_smooth_mesh(s.vertices, s.faces)))
+        #: per body: [(vertex list, X_LS, rgb)] of its visuals; empty: draw the contact shape
+        self.visuals: list = []
+        self.visual_triangles = 0
+        for i, s in enumerate(table.shapes):
+            items = []
+            for v in (visuals[i] if visuals else ()):
+                tri = visual_triangles(v)
+                if tri is not None and len(tri[1]):
+                    items.append((self._upload(*_smooth_mesh(*tri)), np.asarray(v.X_LS), tuple(v.color)))
+                    self.visual_triangles += len(tri[1])
+            self.visuals.append(items)
+            self.shapes.append(None if s is None or items else self._upload(*_smooth_mesh(s.vertices, s.faces)))
         self._unit = {"cone": _unit_cone(), "shaft": _unit_cylinder(), "sphere": _unit_sphere()}
         self.cone = self._upload(*self._unit["cone"])
         self.shaft = self._upload(*self._unit["shaft"])
@@ -259,6 +272,8 @@ class Renderer:
         p.use()
         self._mesh_uniforms(camera, VP)
         for i, (vl, X) in enumerate(zip(self.shapes, poses)):
+            for vvl, X_LS, rgb in self.visuals[i]:
+                self._draw_mesh(vvl, X @ X_LS, rgb + (1.0,), 0.45 if i in highlighted else 0.0)
             if vl is None:
                 continue
             M = X @ self.table.shapes[i].X_LS
@@ -446,8 +461,8 @@ class Renderer:
         gl.glDisable(gl.GL_DEPTH_TEST)
 
     def delete(self) -> None:
-        for vl in self.shapes + [self.cone, self.shaft, self.sphere, self._grid, self._background, self._cone_vl,
-                                 self._arrow_vl]:
+        for vl in self.shapes + [x[0] for items in self.visuals for x in items] + [
+                self.cone, self.shaft, self.sphere, self._grid, self._background, self._cone_vl, self._arrow_vl]:
             if vl is not None:
                 vl.delete()
         for h in self._hull_cache.values():

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import actions
-from .actions import ContactView, NotAvailable
+from .actions import ContactView
 
 __all__ = ["Session", "QualityView", "Interaction", "ray_mesh"]
 
@@ -150,7 +150,7 @@ class Session:
         self._quality_thread: threading.Thread | None = None
         self._quality_cv = threading.Condition()
         self._closed = False
-        self._unavailable: set[str] = set()
+        self._said: set[str] = set()
         self._pick_cache: dict[int, tuple] = {}
         self._radius_cache: dict[int, float] = {}
         self._proximity: dict[int, object] = {}
@@ -469,11 +469,7 @@ class Session:
         if hand is None:
             return False
         if self.running and self.sim is not None:
-            try:
-                self.controller = actions.dynamic_open_hand(self.sim, hand)
-            except NotAvailable as e:
-                self.say(str(e))
-                return False
+            self.controller = actions.dynamic_open_hand(self.sim, hand)
             self.say(f"opening '{hand}' (dynamics)")
             return True
         if not self._may_edit():
@@ -495,11 +491,7 @@ class Session:
         hand = self._hand()
         if hand is None or not self._may_edit():
             return False
-        try:
-            actions.auto_grasp(self.world, hand)
-        except NotAvailable as e:
-            self.say(str(e))
-            return False
+        actions.auto_grasp(self.world, hand)
         self._changed()
         self.say(f"auto-grasp of '{hand}' done")
         return True
@@ -509,11 +501,7 @@ class Session:
         hand = self._hand()
         if hand is None or not self._ensure_sim():
             return False
-        try:
-            self.controller = actions.dynamic_auto_grasp(self.sim, hand)
-        except NotAvailable as e:
-            self.say(str(e))
-            return False
+        self.controller = actions.dynamic_auto_grasp(self.sim, hand)
         self.start()
         self.say(f"dynamic auto-grasp of '{hand}' running")
         return True
@@ -532,17 +520,8 @@ class Session:
     def refresh_contacts(self) -> bool:
         """Recompute contacts of the current state with the collision module."""
         self._kin_dirty = False
-        try:
-            self.set_contacts(actions.find_contacts(self.world))
-            self._unavailable.discard("contacts")
-            return True
-        except NotAvailable as e:
-            self.contacts = []
-            self.quality = None
-            if "contacts" not in self._unavailable:
-                self._unavailable.add("contacts")
-                self.say(str(e))
-            return False
+        self.set_contacts(actions.find_contacts(self.world))
+        return True
 
     def _object_radius(self, i: int) -> float:
         if i not in self._radius_cache:
@@ -589,17 +568,16 @@ class Session:
             q = actions.analyze(P, N, mu, center=center, torque_scale=torque_scale)
             return QualityView(obj, len(P), bool(q.force_closure), float(q.epsilon), float(q.volume),
                                getattr(q, "wrenches", None))
-        except NotAvailable as e:
-            return str(e)
         except (ValueError, ArithmeticError) as e:  # degenerate contact sets: show, do not crash
             return f"grasp quality: {e}"
 
     def _adopt_quality(self, result) -> None:
+        if isinstance(result, Exception):
+            raise result
         if isinstance(result, str):
             self.quality = None
-            key = "quality" if "not available" in result else result
-            if key not in self._unavailable:
-                self._unavailable.add(key)
+            if result not in self._said:      # a degenerate grasp is reported once, not every frame
+                self._said.add(result)
                 self.say(result)
         else:
             self.quality = result
@@ -642,7 +620,10 @@ class Session:
                     return
                 job, inp = self._quality_request
                 self._quality_request = None
-            result = self._compute_quality(inp)
+            try:
+                result = self._compute_quality(inp)
+            except Exception as e:  # noqa: BLE001 - a bug or a broken install: re-raised in the GUI thread
+                result = e
             with self._quality_cv:
                 self._quality_result = (job, result)
                 self._quality_cv.notify_all()
@@ -685,11 +666,8 @@ class Session:
     def _ensure_sim(self) -> bool:
         if self.sim is not None:
             return True
-        try:
-            self.sim = actions.make_simulator(self.world)
-        except NotAvailable as e:
-            self.say(str(e))
-            return False
+        self.sim = actions.make_simulator(self.world)
+        self.controller = actions.drive_controller(self.sim)   # the drives hold their command
         return True
 
     def start(self, speed: float | None = None, duration: float | None = None) -> bool:
@@ -746,9 +724,6 @@ class Session:
                     self.running = False
                     self.stop_at = None
                     break
-        except NotAvailable as e:
-            self.running = False
-            self.say(str(e))
         except Exception as e:  # a SimulationError or a bug in the simulator: stop, keep the window alive
             self.running = False
             self.say(f"dynamics stopped: {type(e).__name__}: {e}")
@@ -844,9 +819,6 @@ class Session:
             self.say(f"{kind}: '{name}' is not a dynamic object")
             return False
         if not self._ensure_sim():
-            return False
-        if not hasattr(self.sim, "apply_external_force"):
-            self.say("pull/push: not available yet (Simulator.apply_external_force is missing)")
             return False
         point_W = np.asarray(point_W, float).reshape(3)
         X = self.body_poses()[self.table.index[name]]

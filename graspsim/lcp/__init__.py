@@ -10,7 +10,9 @@
 
 Guarantees (see docs/lcp.md): a "solved" verdict is only returned after the
 solution was verified against the original data (z >= 0, w >= 0 and
-complementarity, each to ``tol`` relative to the size of the terms); the
+complementarity, violations of w to ``tol`` relative to ||q|| plus the
+rounding error of forming M z + q, so no point far out along a ray of an
+infeasible problem passes); the
 pivoting uses a deterministic lexicographic minimum-ratio rule; matrices that
 Lemke's method processes (copositive-plus, P, PSD, Anitescu-Potra contact
 matrices) end in "solved" whenever a solution exists (a theorem in exact
@@ -60,7 +62,8 @@ class LCPResult:
     basis       : boolean mask of the basic z variables at the end (pass it
                   as ``warm_start`` next time).
     residual    : worst scaled violation found by the verification (<= tol
-                  when solved; inf when no candidate solution was produced).
+                  when solved, see ``tol`` in :func:`lemke`; inf when no
+                  candidate solution was produced).
     certificate : for "ray", a vector y >= 0 with M^T y <= 0 and q.y < 0
                   (a Farkas proof that no z >= 0 has M z + q >= 0) when the
                   secondary ray provides one (always, in exact arithmetic,
@@ -150,9 +153,19 @@ def lemke(M, q, *, max_pivots=None, warm_start=None, d=None, tol=1e-9,
     d : (n,) array_like of positive numbers, optional
         Covering vector (default: ones in the equilibrated variables).
     tol : float
-        Verification tolerance (default 1e-9), relative to the size of the
-        terms: z_i >= -tol*|z|, w_i >= -tol*(|q_i| + sum_j |M_ij z_j|), and
-        min(z_i, w_i) within tol of 0 on the same scales.
+        Verification tolerance (default 1e-9).  With D the power-of-two
+        equilibration (computed for the check even when ``scale`` is off) and
+        ||q|| = max_j |D_j q_j| (rounded up to a power of two), row i is
+        measured on the scales
+          ws_i = ||q|| / D_i + (n + 1) eps / tol * (|q_i| + sum_j |M_ij z_j|)
+                 (q's size in row i's units, plus the rounding error of
+                 forming w_i = q_i + sum_j M_ij z_j),
+          zs_i = D_i max_j |z_j| / D_j  (at least 1e-6 ||q|| D_i),
+        and a solution must have z_i >= -tol zs_i, w_i >= -tol ws_i,
+        min(|z_i| / zs_i, |w_i| / ws_i) <= tol and |z_i w_i| <= tol zs_i ws_i.
+        The violation of w is measured against ||q||, not against the terms
+        |M||z|: far out along a ray of an infeasible problem the terms grow
+        with z but the violation does not shrink.
     scale : bool
         Symmetric power-of-two equilibration D M D (exact, class preserving).
 

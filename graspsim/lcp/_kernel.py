@@ -214,14 +214,24 @@ def _equilibrate(M, passes):
 # verification against the ORIGINAL data
 # --------------------------------------------------------------------------
 @njit(cache=True)
-def _verify(M, q, z, w, D, s):
-    """w <- M z + q, and return the worst scaled violation of
-    z >= 0, w >= 0 and min(z_i, w_i) = 0.
+def _verify(M, q, z, w, D, s, tol):
+    """w <- M z + q, and return the worst scaled violation of z >= 0, w >= 0
+    and z_i w_i = 0 (a verified solution has it <= tol).
 
-    Scales (componentwise): for w_i the size of the terms that make it up,
-    |q_i| + sum_j |M_ij z_j|, plus 1e-3 of the equilibrated size of q as a
-    floor; for z_i the largest component of z in equilibrated variables,
-    D_i * max_j |z_j| / D_j (floored at 1e-6 of the equilibrated size of q)."""
+    Scales (componentwise, in row i's units):
+    * w_i: ws_i = s / D_i + (rnd / tol) (|q_i| + sum_j |M_ij z_j|), so that
+      the allowed violation tol ws_i is tol ||q|| (s / D_i: q's size in the
+      equilibrated variables) plus rnd = (n + 1) eps times the terms: the
+      bound gamma_(n+1) ~ (n + 1) u on the error of forming the sum (Higham,
+      Accuracy and Stability of Numerical Algorithms, 2002, sec. 3.1;
+      eps = 2u) and as much again for the residual of a backward-stable solve.  Not relative
+      to the terms alone: far out along a ray of an infeasible problem they
+      grow with z but the violation does not shrink;
+    * z_i: zs_i = D_i max_j |z_j| / D_j, the largest z in equilibrated
+      variables (floored at 1e-6 of the equilibrated size of q).
+    Complementarity: min(|z_i| / zs_i, |w_i| / ws_i) <= tol and
+    |z_i w_i| <= tol zs_i ws_i (a z_i counted as zero must not face a w_i
+    beyond its scale)."""
     n = q.shape[0]
     nz = np.empty(n, dtype=np.int64)
     m = 0
@@ -235,6 +245,7 @@ def _verify(M, q, z, w, D, s):
                 zmax = v
     if zmax < 1e-6 * s:
         zmax = 1e-6 * s
+    rnd = (n + 1) * 2.220446049250313e-16 / tol     # rounding allowance, in units of tol
     worst = 0.0
     for i in range(n):
         acc = q[i]
@@ -245,9 +256,11 @@ def _verify(M, q, z, w, D, s):
             acc += p
             mag += abs(p)
         w[i] = acc
-        ws = mag + 1e-3 * s / D[i]
+        ws = s / D[i] + rnd * mag
         zs = zmax * D[i]
-        v = max(-z[i] / zs, max(-acc / ws, min(abs(z[i]) / zs, abs(acc) / ws)))
+        zr = abs(z[i]) / zs
+        wr = abs(acc) / ws
+        v = max(max(-z[i] / zs, -acc / ws), max(min(zr, wr), zr * wr))
         if v > worst:
             worst = v
     return worst
@@ -884,25 +897,42 @@ def _z_from_basis(q, D, s, x, loc, zb, zs, z):
 
 
 @njit(cache=True)
-def _recover(M, q, D, s, dcov, qs, x, basis, loc, zb, zs, z, w, tol):
+def _z0_negligible(x, z0p, dcov, tol):
+    """May z0 (basic at position z0p; -1: not basic) be set to zero to give a
+    candidate solution?  Only if its part d z0 of w' is within tol of the
+    scaled ||q'|| <= 1, the scale of the verification.  (Relative to the
+    basic values, as before, a run that had gone far out along a ray of an
+    infeasible problem gave a candidate whose violation hid in the rounding
+    allowance of its huge terms.)"""
+    if z0p < 0:
+        return False
+    dm = 0.0
+    for i in range(dcov.shape[0]):
+        dm = max(dm, abs(dcov[i]))
+    return x[z0p] * dm <= tol
+
+
+@njit(cache=True)
+def _recover(M, q, D, s, Dv, sv, dcov, qs, x, basis, loc, zb, zs, z, w, tol):
     """Candidate solution from the final basis (z0, if still basic, is set to
-    zero), unscaled and verified against the original data.  If it does not
-    verify: re-solve the basis system by a fresh LU with refinement, then
+    zero), unscaled and verified against the original data (on the scales of
+    the equilibration Dv, sv).  If it does not verify: re-solve the basis
+    system by a fresh LU with refinement, then
     clamp round-off negatives.  Returns (verified, residual)."""
     n = q.shape[0]
     _z_from_basis(q, D, s, x, loc, zb, zs, z)
-    res = _verify(M, q, z, w, D, s)
+    res = _verify(M, q, z, w, Dv, sv, tol)
     if res <= tol:
         return True, res
     xf = np.empty(n)
     if _basis_solve(M, D, dcov, qs, basis, xf):
         _z_from_basis(q, D, s, xf, loc, zb, zs, z)
-        res = _verify(M, q, z, w, D, s)
+        res = _verify(M, q, z, w, Dv, sv, tol)
         if res <= tol:
             return True, res
         for i in range(n):
             z[i] = max(z[i], 0.0)
-        res = _verify(M, q, z, w, D, s)
+        res = _verify(M, q, z, w, Dv, sv, tol)
         if res <= tol:
             return True, res
     return False, res
@@ -946,6 +976,16 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
     s = 2.0 ** math.ceil(math.log2(s))   # power of two: exact
     for i in range(n):
         qs[i] /= s
+    # the verification measures in the equilibrated variables whether or not
+    # this run pivots in them (its verdict must not depend on the run)
+    Dv = D
+    sv = s
+    if not do_scale:
+        Dv = _equilibrate(M, 1)[0]
+        sv = 0.0
+        for i in range(n):
+            sv = max(sv, abs(Dv[i] * q[i]))
+        sv = 2.0 ** math.ceil(math.log2(sv))
     dcov = np.empty(n)
     if dvec.shape[0] == n:
         dm = 0.0
@@ -965,7 +1005,7 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
         if _principal_solve(M, D, qs, warm, zs):
             for i in range(n):
                 z[i] = s * D[i] * zs[i]
-            res = _verify(M, q, z, w, D, s)
+            res = _verify(M, q, z, w, Dv, sv, tol)
             if res <= tol:
                 for i in range(n):
                     zb[i] = warm[i]
@@ -1007,8 +1047,8 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
                                                piv_rel, piv_abs, basis, loc, BT, x, a,
                                                counters, wsub, True)
         z0p = loc[2 * n]
-        if status == SOLVED or (z0p >= 0 and x[z0p] <= 1e-9 * (1.0 + np.abs(x).max())):
-            ok, res = _recover(M, q, D, s, dw, qs, x, basis, loc, zb, zs, z, w, tol)
+        if status == SOLVED or _z0_negligible(x, z0p, dw, tol):
+            ok, res = _recover(M, q, D, s, Dv, sv, dw, qs, x, basis, loc, zb, zs, z, w, tol)
             if ok:
                 return SOLVED, pivots, res, False, counters[0]
         for i in range(n):
@@ -1024,10 +1064,10 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
     pivots += warm_pivots
     nref = counters[0]
     z0p = loc[2 * n]
-    if status == SOLVED or (z0p >= 0 and x[z0p] <= 1e-9 * (1.0 + np.abs(x).max())):
+    if status == SOLVED or _z0_negligible(x, z0p, dcov, tol):
         # a complementary basis (z0 left), or an almost complementary one
         # whose z0 is numerically zero (then z0 := 0 gives a candidate too)
-        ok, res = _recover(M, q, D, s, dcov, qs, x, basis, loc, zb, zs, z, w, tol)
+        ok, res = _recover(M, q, D, s, Dv, sv, dcov, qs, x, basis, loc, zb, zs, z, w, tol)
         if ok:
             return SOLVED, pivots, res, False, nref
         if status == SOLVED:

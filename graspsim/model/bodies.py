@@ -100,8 +100,10 @@ def body_table(world: World) -> BodyTable:
             if shapes[j] is None or (static[i] and static[j]) or frozenset((i, j)) in skip:
                 continue
             pairs.append((i, j))
-    return BodyTable(names=tuple(names), kind=np.array(kind), robot=np.array(robot), link=np.array(link),
-                     body=np.array(body), shapes=tuple(shapes), materials=tuple(mats), colors=tuple(cols),
-                     dynamic=np.array(dyn) & ~np.array(static), mass=np.array(mass), com=np.array(com).reshape(-1, 3),
-                     inertia=np.array(inertia).reshape(-1, 3, 3), index=index, robot_links=tuple(robot_links),
+    return BodyTable(names=tuple(names), kind=np.array(kind, dtype=np.int64), robot=np.array(robot, dtype=np.int64),
+                     link=np.array(link, dtype=np.int64), body=np.array(body, dtype=np.int64), shapes=tuple(shapes),
+                     materials=tuple(mats), colors=tuple(cols),
+                     dynamic=np.array(dyn, dtype=bool) & ~np.array(static, dtype=bool),   # dtypes: a world may be empty
+                     mass=np.array(mass, dtype=float), com=np.array(com, dtype=float).reshape(-1, 3),
+                     inertia=np.array(inertia, dtype=float).reshape(-1, 3, 3), index=index, robot_links=tuple(robot_links),
                      collision_pairs=np.array(pairs, dtype=np.int64).reshape(-1, 2))

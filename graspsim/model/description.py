@@ -7,6 +7,7 @@ units; frames are named in the field names (``X_PJ`` = pose of J in P).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 
@@ -26,12 +27,30 @@ class Inertial:
 
 
 @dataclass(frozen=True, eq=False)
+class Visual:
+    """What the viewer draws for a link (a URDF ``<visual>``); contacts use ``Link.shape`` only.
+
+    ``kind`` is box/sphere/cylinder (``size`` as for :class:`~graspsim.geometry.Shape`, metres) or
+    mesh (``mesh`` the file, ``scale`` its per-axis scale to metres); ``X_LS`` places it in the link
+    frame; ``color`` is (r, g, b) in 0..1.  Mesh files are read only when something draws them.
+    """
+
+    kind: str
+    size: tuple
+    X_LS: np.ndarray
+    color: tuple
+    mesh: str | None = None
+    scale: tuple = (1.0, 1.0, 1.0)
+
+
+@dataclass(frozen=True, eq=False)
 class Link:
     name: str
     shape: Shape | None
     inertial: Inertial
     material: str
     color: tuple
+    visuals: tuple = ()         # Visual entries (URDF links); empty: the viewer draws ``shape``
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,6 +115,7 @@ class Robot:
     joint_index: dict = field(repr=False)
     dof_index: dict = field(repr=False)
     parent_joint: tuple = field(repr=False)   # per link: index of the joint whose child it is, -1 for the base
+    sources: tuple = field(default=(), repr=False)   # other files it was built from (a side file's URDF)
 
     @property
     def dof_names(self) -> list[str]:
@@ -121,6 +141,8 @@ class Object:
     inertial: Inertial | None   # None for obstacles that never move
     material: str
     color: tuple
+    #: how the mass was found when the file did not say (e.g. the default density); '' otherwise
+    mass_note: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,3 +182,5 @@ class World:
     disabled_pairs: frozenset   # frozenset of frozenset({name_a, name_b}) of collision names
     robot_index: dict = field(repr=False)
     body_index: dict = field(repr=False)
+    #: robot or body name -> (field, line) of its entry in the world file (for checks made after loading)
+    entry_lines: dict = field(default_factory=lambda: MappingProxyType({}), repr=False)

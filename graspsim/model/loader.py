@@ -6,19 +6,25 @@ Paths inside a model (meshes, robot and object files) resolve relative to the fi
 """
 from __future__ import annotations
 
+import contextvars
+import functools
 import math
+import os
 from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
 
 from .. import spatial
-from ..errors import ModelError, did_you_mean
-from ..geometry import PRIMITIVES, Shape, load_mesh_shape, make_primitive
+from ..errors import ModelError, quote
+from ..geometry import MESH_SUFFIXES, PRIMITIVES, Shape, load_mesh_shape, make_primitive
+from . import bounds as B
 from .description import (DOF, FIXED, PRISMATIC, REVOLUTE, BodyInstance, Inertial, Joint, Link, Object,
                           Robot, RobotInstance, World)
-from .fields import Reader
+from .fields import Reader, text_problem
 from .materials import MaterialTable
+from .urdf_side import is_urdf, load_side_file, load_urdf_robot
+from .mesh_object import is_object_file, load_object_file
 from .yamlio import YList, YMap, load_yaml
 
 DEFAULT_COLOR = (0.7, 0.7, 0.72)
@@ -30,6 +36,24 @@ def _ro(a) -> np.ndarray:
     return a
 
 
+#: distinct meshes read by the current top-level load and their triangles (see bounds.MAX_MODEL_TRIANGLES)
+_MESHES: contextvars.ContextVar = contextvars.ContextVar("graspsim_mesh_budget", default=None)
+
+
+def _one_load(fn):
+    """Run ``fn`` as (part of) one top-level load: nested loads share its mesh budget."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if _MESHES.get() is not None:
+            return fn(*args, **kwargs)
+        token = _MESHES.set({"seen": set(), "triangles": 0})
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _MESHES.reset(token)
+    return wrapper
+
+
 def _kind_of(path: Path, data) -> str:
     if isinstance(data, YMap):
         for k in ("robot", "object", "world"):
@@ -38,9 +62,29 @@ def _kind_of(path: Path, data) -> str:
     return ""
 
 
+def _urdf_has_joints(path: Path) -> bool:
+    """Whether a URDF describes a robot (any <joint>) rather than a one-link object; an unreadable
+    file counts as a robot, whose loader gives the detailed error."""
+    import re
+
+    if not path.is_file():     # never open a FIFO or a device here
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8 << 20)
+    except OSError:
+        return True
+    return re.search(rb"<joint[\s>]", re.sub(rb"<!--.*?-->", b"", head, flags=re.S)) is not None
+
+
+@_one_load
 def load_any(path: str | Path):
     """Load a robot, object or world file, whichever it is (by its top-level key)."""
     path = Path(path)
+    if is_object_file(path) and not (is_urdf(path) and _urdf_has_joints(path)):
+        return load_object_file(path)    # a mesh or a one-link URDF (graspsim/model/mesh_object.py)
+    if is_urdf(path):
+        return load_urdf_robot(path)
     data = load_yaml(path)
     kind = _kind_of(path, data)
     if kind == "robot":
@@ -52,6 +96,30 @@ def load_any(path: str | Path):
     line = data.line if isinstance(data, (YMap, YList)) else 1
     raise ModelError("not a graspsim model: the top level needs a 'robot', 'object' or 'world' key "
                      "giving its name", file=str(path), line=line)
+
+
+def _top(path: Path, data, kind: str) -> YMap:
+    """The top-level mapping of a ``kind`` file; a file that is not one gets one error that quotes
+    nothing of it (it may be any file, e.g. one a world's ``file:`` names by mistake)."""
+    if isinstance(data, YMap) and kind in data:
+        return data
+    other = _kind_of(path, data)
+    raise ModelError(f"not {'an' if kind == 'object' else 'a'} {kind} file: the top level needs a '{kind}' key "
+                     f"giving its name" + (f" (this is {'an' if other == 'object' else 'a'} {other} file)"
+                                           if other else ""),
+                     file=str(path), line=data.line if isinstance(data, (YMap, YList)) else 1)
+
+
+def _description(r: Reader, top: YMap) -> None:
+    r.string(top, "description", "description", max_len=B.MAX_DESCRIPTION, allow="\n\t")
+
+
+def _count(r: Reader, seq, field: str, line, limit: int, what: str) -> list:
+    """``seq`` or, when it is longer than ``limit``, nothing (with an error naming the limit)."""
+    if seq is not None and len(seq) > limit:
+        r.error(line, field, f"more than {limit} {what} ({len(seq)})")
+        return []
+    return seq or []
 
 
 # -- shapes and mass ------------------------------------------------------------------------
@@ -79,45 +147,62 @@ def _read_shape(r: Reader, m: YMap, key: str, field: str, base: Path) -> Shape |
         if "scale" in s:
             sc = s["scale"]
             if isinstance(sc, YList):
-                scale = r.vector(s, "scale", f, 3)
+                scale = r.vector(s, "scale", f, 3, bounds=B.SCALE)
             else:
-                scale = r.number(s, "scale", f, positive=True)
+                scale = r.number(s, "scale", f, positive=True, bounds=B.SCALE)
             if scale is None:
                 return None
         else:
             scale = 1.0
         # the file's length unit applies to mesh coordinates too
         scale = np.asarray(scale, dtype=float) * r.length_scale
-        name = s[kind]
-        if not isinstance(name, str):
-            r.error(line, f"{f}.mesh", "expected a file name")
+        name = r.string(s, "mesh", f, max_len=B.MAX_PATH)
+        if name is None:
             return None
         p = (base / name)
+        budget = _MESHES.get() or {"seen": set(), "triangles": 0}
+        if budget["triangles"] > B.MAX_MODEL_TRIANGLES:
+            r.error(line, f"{f}.mesh", f"not read: the meshes of this model already hold more than "
+                    f"{B.MAX_MODEL_TRIANGLES:,} triangles")
+            return None
         try:
-            return load_mesh_shape(p, scale=scale, X_LS=X)
+            shape = load_mesh_shape(p, scale=scale, X_LS=X)
         except ModelError as e:
             r.error(line, f"{f}.mesh", e.problem + (f" ({e.file})" if e.file else ""))
             return None
+        if id(shape.faces) not in budget["seen"]:       # the same file and scale share arrays (cached)
+            budget["seen"].add(id(shape.faces))
+            budget["triangles"] += len(shape.faces)
+            if budget["triangles"] > B.MAX_MODEL_TRIANGLES:
+                r.error(line, f"{f}.mesh", f"the meshes of this model hold more than {B.MAX_MODEL_TRIANGLES:,} "
+                        "triangles in all")
+                return None
+        ext = float(np.ptp(shape.vertices, axis=0).max())
+        lo, hi = B.SIZE[0], B.SIZE[1]
+        if not lo <= ext <= hi:
+            r.error(line, f"{f}.mesh", f"the mesh's largest extent is {ext:g} m, outside {B.describe(B.SIZE)} "
+                    "(check 'scale' and the file's units)")
+            return None
+        return shape
     if "scale" in s:
         r.error(s.line_of("scale"), f"{f}.scale", "'scale' applies to meshes only")
     v = s[kind]
     vf = f"{f}.{kind}"
     if kind == "box":
-        size = r.vector_value(v, vf, line, 3, unit="length")
+        size = r.vector_value(v, vf, line, 3, unit="length", bounds=B.SIZE)
         if size is None:
-            return None
-        if np.any(size <= 0):
-            r.error(line, vf, f"box sizes must be > 0, got {list(size)}")
             return None
         return make_primitive("box", size, X)
     if kind == "sphere":
         if isinstance(v, YMap):
             r.check_keys(v, vf, ["radius"], ["radius"])
-            rad = r.number(v, "radius", vf, unit="length", positive=True)
+            rad = r.number(v, "radius", vf, unit="length", positive=True, bounds=B.SIZE)
         else:
             rad = r.scalar(v, vf, line, "length")
             if rad is not None and rad <= 0:
                 r.error(line, vf, f"radius must be > 0, got {rad:g}")
+                rad = None
+            elif rad is not None and not r.in_bounds(rad, B.SIZE, vf, line):
                 rad = None
         return None if rad is None else make_primitive("sphere", (rad,), X)
     # cylinder, capsule
@@ -125,8 +210,8 @@ def _read_shape(r: Reader, m: YMap, key: str, field: str, base: Path) -> Shape |
     if c is None:
         return None
     r.check_keys(c, vf, ["radius", "length"], ["radius", "length"])
-    rad = r.number(c, "radius", vf, unit="length", positive=True)
-    ln = r.number(c, "length", vf, unit="length", positive=True)
+    rad = r.number(c, "radius", vf, unit="length", positive=True, bounds=B.SIZE)
+    ln = r.number(c, "length", vf, unit="length", positive=True, bounds=B.SIZE)
     if rad is None or ln is None:
         return None
     return make_primitive(kind, (rad, ln), X)
@@ -144,14 +229,14 @@ def _read_inertial(r: Reader, m: YMap, field: str, shape: Shape | None, *, requi
             r.error(m.line, f"{field}.mass" if field else "mass", "missing mass: give 'mass' (kg) or 'density' (kg/m^3)")
         return None
     fld = field
-    mass = r.number(m, "mass", fld, positive=True) if has_mass else None
-    density = r.number(m, "density", fld, positive=True) if has_density else None
+    mass = r.number(m, "mass", fld, positive=True, bounds=B.MASS) if has_mass else None
+    density = r.number(m, "density", fld, positive=True, bounds=B.DENSITY) if has_density else None
     if mass is None and density is None:
         return None
-    com = r.vector(m, "com", fld, 3, unit="length")
+    com = r.vector(m, "com", fld, 3, unit="length", bounds=B.POSITION)
     inertia = None
     if "inertia" in m:
-        vals = r.vector(m, "inertia", fld, 6)
+        vals = r.vector(m, "inertia", fld, 6, bounds=B.INERTIA)
         if vals is not None:
             ixx, iyy, izz, ixy, ixz, iyz = vals
             inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
@@ -162,7 +247,7 @@ def _read_inertial(r: Reader, m: YMap, field: str, shape: Shape | None, *, requi
                         f"(principal moments {', '.join(f'{e:.3g}' for e in ev)})")
                 return None
     if com is not None and inertia is not None and mass is not None:
-        return Inertial(mass, _ro(com), _ro(inertia))
+        return _checked_inertial(r, m, fld, mass, com, inertia)
     # derive what is missing from the shape with uniform density
     where = f"{fld}.shape" if fld else "shape"
     if shape is None and "shape" in m:
@@ -178,13 +263,30 @@ def _read_inertial(r: Reader, m: YMap, field: str, shape: Shape | None, *, requi
         r.error(m.line, where, "shape has no volume")
         return None
     mm, c, I = shape.mass_properties(mass=mass, density=density)
+    if mass is None and not r.in_bounds(mm, B.MASS, f"{fld}.density" if fld else "density", m.line_of("density")):
+        return None      # density x volume gives a mass outside the range
     if com is not None:  # shift the computed inertia to the given com (parallel axis)
         d = com - c
         I = I + mm * (np.dot(d, d) * np.eye(3) - np.outer(d, d))  # parallel-axis theorem
         c = com
     if inertia is not None:
         I = inertia
-    return Inertial(mm, _ro(c), _ro(I))
+    return _checked_inertial(r, m, fld, mm, c, I)
+
+
+def _checked_inertial(r: Reader, m: YMap, fld: str, mass: float, com, I) -> Inertial | None:
+    """The inertial, if its principal moments give a radius of gyration sqrt(I_k / m) within
+    :data:`bounds.GYRATION` (a body can be neither infinitely thin nor kilometres wide)."""
+    ev = np.linalg.eigvalsh(np.asarray(I, dtype=float))
+    rg = np.sqrt(np.maximum(ev, 0.0) / mass)
+    lo, hi = B.GYRATION[0], B.GYRATION[1]
+    if not (np.all(np.isfinite(rg)) and rg.min() >= lo and rg.max() <= hi):
+        key = "inertia" if "inertia" in m else "mass" if "mass" in m else "density"
+        r.error(m.line_of(key), f"{fld}.{key}" if fld else key,
+                f"principal moments {', '.join(f'{e:.3g}' for e in ev)} kg m^2 for {mass:.3g} kg give radii "
+                f"of gyration outside {B.describe(B.GYRATION)} (sqrt(I / m); check the inertia, mass and units)")
+        return None
+    return Inertial(float(mass), _ro(com), _ro(I))
 
 
 def _read_color(r: Reader, m: YMap, field: str) -> tuple:
@@ -210,6 +312,10 @@ def _read_material(r: Reader, m: YMap, field: str, default: str = "plastic") -> 
     return v if v is not None else default
 
 
+def _angle_or_travel(kind: str | None) -> tuple:
+    return B.ANGLE if kind == REVOLUTE else B.TRAVEL
+
+
 # -- robots ---------------------------------------------------------------------------------
 
 ROBOT_KEYS = ["robot", "units", "links", "joints", "dofs", "base", "palm", "approach", "eigengrasps",
@@ -219,24 +325,32 @@ JOINT_KEYS = ["name", "type", "parent", "child", "origin", "dh", "axis", "limits
 DOF_KEYS = ["name", "joints", "kind", "breakaway_torque", "kp", "kd", "effort", "velocity", "limits", "default"]
 
 
+@_one_load
 def load_robot(path: str | Path, *, _data=None) -> Robot:
-    """Load and validate a robot YAML file into a :class:`~graspsim.model.description.Robot`."""
+    """Load and validate a robot file into a :class:`~graspsim.model.description.Robot`.
+
+    A robot YAML file, a ``.urdf`` file, or a YAML side file naming a URDF (``urdf:`` key;
+    :mod:`graspsim.model.urdf_side`).
+    """
     path = Path(path)
+    if is_urdf(path):
+        return load_urdf_robot(path)
     data = load_yaml(path) if _data is None else _data
-    r = Reader(str(path))
+    if isinstance(data, YMap) and "urdf" in data:
+        return load_side_file(path, data)
+    r = Reader(str(path), max_text=B.MAX_NAME)
     base = path.parent
-    top = r.mapping(data, "", getattr(data, "line", 1))
-    if top is None:
-        r.raise_if_errors()
+    top = _top(path, data, "robot")
     r.check_keys(top, "", ROBOT_KEYS, ["robot", "links"])
     r.read_units(top)
     name = r.string(top, "robot", "robot", required=True) or path.stem
+    _description(r, top)
 
     # links
     links: list[Link] = []
     link_lines: dict[str, int] = {}
     seq = r.sequence(top.get("links"), "links", top.line_of("links")) if "links" in top else None
-    for i, lm in enumerate(seq or []):
+    for i, lm in enumerate(_count(r, seq, "links", top.line_of("links"), B.MAX_LINKS, "links")):
         f = f"links[{i}]"
         lm = r.mapping(lm, f, seq.line_of(i))
         if lm is None:
@@ -259,7 +373,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
     raw_joints = []
     jseq = r.sequence(top["joints"], "joints", top.line_of("joints")) if "joints" in top else YList()
     jnames: dict[str, int] = {}
-    for i, jm in enumerate(jseq):
+    for i, jm in enumerate(_count(r, jseq, "joints", top.line_of("joints"), B.MAX_LINKS, "joints")):
         f = f"joints[{i}]"
         jm = r.mapping(jm, f, jseq.line_of(i))
         if jm is None:
@@ -275,22 +389,22 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
             ln = r.string(jm, key, f, required=True)
             if ln is not None and ln not in link_index:
                 r.error(jm.line_of(key), f"{f}.{key}",
-                        f"no link named '{ln}'{did_you_mean(ln, link_index)}")
+                        f"no link named '{ln}'{r.suggest(ln, link_index)}")
                 ln = None
             ends.append(ln)
         if "origin" in jm and "dh" in jm:
             pass  # allowed: origin places the DH frame
         X_PJ = r.pose(jm, "origin", f)
         X_JC = np.eye(4)
-        axis = r.vector(jm, "axis", f, 3, nonzero=True, default=(0.0, 0.0, 1.0))
+        axis = r.vector(jm, "axis", f, 3, nonzero=True, default=(0.0, 0.0, 1.0), bounds=B.DIRECTION)
         if "dh" in jm:
             dm = r.mapping(jm["dh"], f"{f}.dh", jm.line_of("dh"))
             if dm is not None:
                 r.check_keys(dm, f"{f}.dh", ["theta", "d", "a", "alpha"])
-                th = r.number(dm, "theta", f"{f}.dh", unit="angle", default=0.0)
-                d = r.number(dm, "d", f"{f}.dh", unit="length", default=0.0)
-                a = r.number(dm, "a", f"{f}.dh", unit="length", default=0.0)
-                al = r.number(dm, "alpha", f"{f}.dh", unit="angle", default=0.0)
+                th = r.number(dm, "theta", f"{f}.dh", unit="angle", default=0.0, bounds=B.ANGLE)
+                d = r.number(dm, "d", f"{f}.dh", unit="length", default=0.0, bounds=B.POSITION)
+                a = r.number(dm, "a", f"{f}.dh", unit="length", default=0.0, bounds=B.POSITION)
+                al = r.number(dm, "alpha", f"{f}.dh", unit="angle", default=0.0, bounds=B.ANGLE)
                 X_JC = spatial.dh_transform(th, d, a, al)
                 if "axis" in jm:
                     r.error(jm.line_of("axis"), f"{f}.axis", "a DH joint moves along/about z; do not give 'axis'")
@@ -304,7 +418,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
             if kind == FIXED:
                 r.error(jm.line_of("limits"), f"{f}.limits", "a fixed joint has no limits")
             else:
-                lv = r.vector(jm, "limits", f, 2, unit=unit)
+                lv = r.vector(jm, "limits", f, 2, unit=unit, bounds=_angle_or_travel(kind))
                 if lv is not None:
                     if lv[0] > lv[1]:
                         sc = r.angle_scale if unit == "angle" else r.length_scale
@@ -317,8 +431,10 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
             fm = r.mapping(jm["friction"], f"{f}.friction", jm.line_of("friction"))
             if fm is not None:
                 r.check_keys(fm, f"{f}.friction", ["coulomb", "viscous"])
-                coul = r.number(fm, "coulomb", f"{f}.friction", default=0.0, nonnegative=True)
-                visc = r.number(fm, "viscous", f"{f}.friction", default=0.0, nonnegative=True)
+                coul = r.number(fm, "coulomb", f"{f}.friction", default=0.0, nonnegative=True,
+                                bounds=B.JOINT_FRICTION)
+                visc = r.number(fm, "viscous", f"{f}.friction", default=0.0, nonnegative=True,
+                                bounds=B.JOINT_FRICTION)
         raw_joints.append(dict(name=jname, kind=kind or FIXED, parent=ends[0], child=ends[1], X_PJ=X_PJ,
                                X_JC=X_JC, axis=axis, limits=limits, coulomb=coul, viscous=visc,
                                line=jm.line, field=f))
@@ -345,7 +461,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
         if "base" in top:
             base_name = r.string(top, "base", "base")
             if base_name is not None and base_name not in link_index:
-                r.error(top.line_of("base"), "base", f"no link named '{base_name}'{did_you_mean(base_name, link_index)}")
+                r.error(top.line_of("base"), "base", f"no link named '{base_name}'{r.suggest(base_name, link_index)}")
                 base_name = None
         if not roots:
             r.error(top.line_of("joints") if "joints" in top else top.line, "joints",
@@ -384,7 +500,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
     dof_raw = []
     dseq = r.sequence(top["dofs"], "dofs", top.line_of("dofs")) if "dofs" in top else YList()
     driven: dict[str, str] = {}
-    for i, dm in enumerate(dseq):
+    for i, dm in enumerate(_count(r, dseq, "dofs", top.line_of("dofs"), B.MAX_LINKS, "DOFs")):
         f = f"dofs[{i}]"
         dm = r.mapping(dm, f, dseq.line_of(i))
         if dm is None:
@@ -394,7 +510,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
         kind = r.string(dm, "kind", f, default="rigid", choices=["rigid", "breakaway"])
         entries = []
         js = r.sequence(dm["joints"], f"{f}.joints", dm.line_of("joints")) if "joints" in dm else YList()
-        for k, e in enumerate(js):
+        for k, e in enumerate(_count(r, js, f"{f}.joints", dm.line_of("joints"), B.MAX_LINKS, "joints")):
             ef = f"{f}.joints[{k}]"
             if isinstance(e, str):
                 jn, ratio, off = e, 1.0, 0.0
@@ -406,12 +522,16 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
                 r.check_keys(em, ef, ["joint", "ratio", "offset"], ["joint"])
                 jn = r.string(em, "joint", ef)
                 ratio = r.number(em, "ratio", ef, default=1.0)
+                if ratio is not None and ratio != 0 and not B.RATIO[0] <= abs(ratio) <= B.RATIO[1]:
+                    r.error(em.line_of("ratio"), f"{ef}.ratio", f"|ratio| must be within {B.describe(B.RATIO)}, "
+                            f"got {ratio:g}")
+                    continue
                 eline = em.line
                 off = None
             if jn is None:
                 continue
             if jn not in jnames:
-                r.error(eline, ef, f"unknown joint '{jn}'{did_you_mean(jn, jnames)}")
+                r.error(eline, ef, f"unknown joint {quote(jn)}{r.suggest(jn, jnames)}")
                 continue
             jk = raw_joints[jnames[jn]] if jnames[jn] < len(raw_joints) else None
             if jk is None:
@@ -420,7 +540,10 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
                 r.error(eline, ef, f"joint '{jn}' is fixed and cannot be driven by a DOF")
                 continue
             if off is None:
-                off = r.number(em, "offset", ef, default=0.0, unit="angle" if jk["kind"] == REVOLUTE else "length")
+                off = r.number(em, "offset", ef, default=0.0, unit="angle" if jk["kind"] == REVOLUTE else "length",
+                               bounds=_angle_or_travel(jk["kind"]))
+                if off is None:
+                    continue
             if ratio == 0:
                 r.error(eline, f"{ef}.ratio", "ratio must not be 0")
                 continue
@@ -435,15 +558,16 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
             continue
         unit = "angle" if raw_joints[entries[0][0]]["kind"] == REVOLUTE else "length"
         effort_unit = None
+        rng = B.ANGLE if unit == "angle" else B.TRAVEL
         dof_raw.append(dict(
             name=dname, entries=entries, kind=kind or "rigid", line=dm.line, field=f, unit=unit,
-            breakaway=r.number(dm, "breakaway_torque", f, default=0.0, nonnegative=True),
-            kp=r.number(dm, "kp", f, default=100.0, nonnegative=True),
-            kd=r.number(dm, "kd", f, default=0.1, nonnegative=True),
-            effort=r.number(dm, "effort", f, default=10.0, positive=True, unit=effort_unit),
-            velocity=r.number(dm, "velocity", f, default=1.0, unit=unit),
-            limits=r.vector(dm, "limits", f, 2, unit=unit) if "limits" in dm else None,
-            default=r.number(dm, "default", f, unit=unit) if "default" in dm else None,
+            breakaway=r.number(dm, "breakaway_torque", f, default=0.0, nonnegative=True, bounds=B.BREAKAWAY),
+            kp=r.number(dm, "kp", f, default=100.0, nonnegative=True, bounds=B.GAIN_KP),
+            kd=r.number(dm, "kd", f, default=0.1, nonnegative=True, bounds=B.GAIN_KD),
+            effort=r.number(dm, "effort", f, default=10.0, positive=True, unit=effort_unit, bounds=B.EFFORT),
+            velocity=r.number(dm, "velocity", f, default=1.0, unit=unit, bounds=B.VELOCITY),
+            limits=r.vector(dm, "limits", f, 2, unit=unit, bounds=rng) if "limits" in dm else None,
+            default=r.number(dm, "default", f, unit=unit, bounds=rng) if "default" in dm else None,
             lines={k: dm.line_of(k) for k in dm},
         ))
         if kind == "breakaway" and "breakaway_torque" not in dm:
@@ -492,23 +616,24 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
     # palm, approach, collisions, eigengrasps
     palm = r.string(top, "palm", "palm", default=base_name)
     if palm not in link_index:
-        r.error(top.line_of("palm"), "palm", f"no link named '{palm}'{did_you_mean(str(palm), link_index)}")
+        r.error(top.line_of("palm"), "palm", f"no link named '{palm}'{r.suggest(str(palm), link_index)}")
         palm = base_name
-    approach = r.vector(top, "approach", "approach", 3, nonzero=True, default=(0.0, 0.0, 1.0))
+    approach = r.vector(top, "approach", "approach", 3, nonzero=True, default=(0.0, 0.0, 1.0), bounds=B.DIRECTION)
     approach = approach / np.linalg.norm(approach)
     pairs = set()
     for j in joints:  # adjacent links never collide
         pairs.add(frozenset((j.parent, j.child)))
     if "no_collide" in top:
         ps = r.sequence(top["no_collide"], "no_collide", top.line_of("no_collide"))
-        for i, p in enumerate(ps or []):
+        for i, p in enumerate(_count(r, ps, "no_collide", top.line_of("no_collide"), B.MAX_LINKS ** 2,
+                                     "pairs")):
             f = f"no_collide[{i}]"
             if not (isinstance(p, YList) and len(p) == 2 and all(isinstance(x, str) for x in p)):
                 r.error(ps.line_of(i), f, "expected a pair of link names [a, b]")
                 continue
             bad = [x for x in p if x not in link_index]
             for x in bad:
-                r.error(ps.line_of(i), f, f"no link named '{x}'{did_you_mean(x, link_index)}")
+                r.error(ps.line_of(i), f, f"no link named '{x}'{r.suggest(x, link_index)}")
             if not bad:
                 pairs.add(frozenset((link_index[p[0]], link_index[p[1]])))
     nd = len(dofs)
@@ -519,13 +644,15 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
         if em is not None:
             r.check_keys(em, "eigengrasps", ["origin", "vectors"], ["vectors"])
             if "origin" in em:
-                o = r.vector(em, "origin", "eigengrasps", nd)
+                o = r.vector(em, "origin", "eigengrasps", nd, bounds=B.ANGLE)
                 if o is not None:
                     eig_origin = o
             vs = r.sequence(em.get("vectors"), "eigengrasps.vectors", em.line_of("vectors")) if "vectors" in em else None
             rows = []
-            for i, v in enumerate(vs or []):
-                vv = r.vector_value(v, f"eigengrasps.vectors[{i}]", vs.line_of(i), nd, nonzero=True)
+            for i, v in enumerate(_count(r, vs, "eigengrasps.vectors", em.line_of("vectors"), B.MAX_LINKS,
+                                         "eigengrasps")):
+                vv = r.vector_value(v, f"eigengrasps.vectors[{i}]", vs.line_of(i), nd, nonzero=True,
+                                    bounds=B.DIRECTION)
                 if vv is not None:
                     rows.append(vv / np.linalg.norm(vv))
             if rows:
@@ -556,17 +683,19 @@ def _object_from_map(r: Reader, m: YMap, field: str, base: Path, name: str, file
         if shape is not None else None
 
 
+@_one_load
 def load_object(path: str | Path, *, _data=None, need_mass: bool = True) -> Object:
-    """Load and validate an object YAML file (a shape with mass and material)."""
+    """Load and validate an object YAML file (a shape with mass and material), a mesh or a one-link URDF."""
     path = Path(path)
+    if _data is None and is_object_file(path):
+        return load_object_file(path, need_mass=need_mass)
     data = load_yaml(path) if _data is None else _data
-    r = Reader(str(path))
-    top = r.mapping(data, "", getattr(data, "line", 1))
-    if top is None:
-        r.raise_if_errors()
+    r = Reader(str(path), max_text=B.MAX_NAME)
+    top = _top(path, data, "object")
     r.check_keys(top, "", OBJECT_KEYS, ["object"])
     r.read_units(top)
     name = r.string(top, "object", "object", required=True) or path.stem
+    _description(r, top)
     obj = _object_from_map(r, top, "", path.parent, name, str(path), need_mass=need_mass)
     r.raise_if_errors()
     return obj
@@ -580,22 +709,68 @@ ROBOT_INST_KEYS = ["name", "file", "pose", "mount", "base", "dofs"]
 BODY_INST_KEYS = ["name", "file", "pose", "material", "mass", "shape", "density", "com", "inertia", "color"]
 
 
+MODEL_SUFFIXES = (".yaml", ".yml")
+#: what a world's ``file:`` entries may name: robots (YAML, a side file, a URDF), objects (YAML, a
+#: mesh, a one-link URDF); anything else (``/etc/passwd``, a device) is refused before it is opened
+FILE_SUFFIXES = {"robot": MODEL_SUFFIXES + (".urdf",),
+                 "object": MODEL_SUFFIXES + (".urdf",) + tuple(MESH_SUFFIXES)}
+
+
+def _model_file(r: Reader, m: YMap, f: str, base: Path, what: str) -> Path | None:
+    """The path a ``file:`` entry names: a model file name of sane length (None if not)."""
+    fname = r.string(m, "file", f, required=True, max_len=B.MAX_PATH)
+    if fname is None:
+        return None
+    ok = FILE_SUFFIXES[what]
+    if Path(fname).suffix.lower() not in ok:
+        r.error(m.line_of("file"), f"{f}.file", f"{what} files must end in {', '.join(ok)}")
+        return None
+    return base / fname
+
+
+def _load_cached(cache: dict, loader, p: Path, **kw):
+    """``loader(p)`` once per file and options in one world (a world may name one file many times);
+    a ModelError is remembered and raised again."""
+    try:
+        key = (os.path.realpath(p), loader, tuple(sorted(kw.items())))
+    except (OSError, ValueError):
+        key = (str(p), loader, tuple(sorted(kw.items())))
+    if key not in cache:
+        try:
+            cache[key] = loader(p, **kw)
+        except ModelError as e:
+            cache[key] = e
+    v = cache[key]
+    if isinstance(v, ModelError):
+        raise v
+    return v
+
+
+@_one_load
 def load_world(path: str | Path, *, _data=None) -> World:
     """Load and validate a world YAML file with the robots and objects it names."""
     path = Path(path)
     data = load_yaml(path) if _data is None else _data
-    r = Reader(str(path))
+    r = Reader(str(path), max_text=B.MAX_NAME)
     base = path.parent
-    top = r.mapping(data, "", getattr(data, "line", 1))
-    if top is None:
-        r.raise_if_errors()
+    top = _top(path, data, "world")
     r.check_keys(top, "", WORLD_KEYS, ["world"])
     r.read_units(top)
     name = r.string(top, "world", "world", required=True) or path.stem
-    gravity = r.vector(top, "gravity", "gravity", 3, default=(0.0, 0.0, -9.81))
-    dt = r.number(top, "dt", "dt", default=0.0025, positive=True)
-    thr = r.number(top, "contact_threshold", "contact_threshold", default=1e-4, positive=True, unit="length")
+    _description(r, top)
+    g_max = B.GRAVITY[1]
+    gravity = r.vector(top, "gravity", "gravity", 3, default=(0.0, 0.0, -9.81),
+                       bounds=(-g_max, g_max, B.GRAVITY[2], False))
+    if "gravity" in top and gravity is not None and not np.linalg.norm(gravity) <= B.GRAVITY[1]:
+        r.error(top.line_of("gravity"), "gravity", f"magnitude must be within {B.describe(B.GRAVITY)}, got "
+                f"{float(np.linalg.norm(gravity)):g} m/s^2")
+        gravity = np.array([0.0, 0.0, -9.81])
+    dt = r.number(top, "dt", "dt", default=0.0025, positive=True, bounds=B.DT)
+    thr = r.number(top, "contact_threshold", "contact_threshold", default=1e-4, positive=True, unit="length",
+                   bounds=B.CONTACT_THRESHOLD)
     sub_errors: list[ModelError] = []
+    cache: dict = {}
+    lines: dict = {}     # robot or body name -> (field, line) of its entry, for later checks
 
     # materials
     extra_fr, rest = {}, {}
@@ -618,16 +793,20 @@ def load_world(path: str | Path, *, _data=None) -> World:
                     if not (isinstance(pair, YList) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
                         r.error(em.line_of("pair"), f"{f}.pair", "expected a pair of material names [a, b]")
                         continue
+                    bad = next((text_problem(x) for x in pair if text_problem(x) or not x.strip()), None)
+                    if bad is not None or not all(x.strip() for x in pair):
+                        r.error(em.line_of("pair"), f"{f}.pair", f"material names: {bad or 'must not be empty'}")
+                        continue
                     if key == "friction":
-                        s = r.number(em, "static", f, nonnegative=True)
-                        k = r.number(em, "kinetic", f, nonnegative=True)
+                        s = r.number(em, "static", f, nonnegative=True, bounds=B.FRICTION)
+                        k = r.number(em, "kinetic", f, nonnegative=True, bounds=B.FRICTION)
                         if s is not None and k is not None:
                             if k > s:
                                 r.error(em.line_of("kinetic"), f"{f}.kinetic",
                                         f"kinetic friction {k:g} exceeds static friction {s:g}")
                             store[tuple(pair)] = (s, k)
                     else:
-                        c = r.number(em, "coefficient", f, nonnegative=True)
+                        c = r.number(em, "coefficient", f, nonnegative=True, bounds=B.RESTITUTION)
                         if c is not None:
                             if c > 1:
                                 r.error(em.line_of("coefficient"), f"{f}.coefficient", f"restitution {c:g} > 1")
@@ -641,20 +820,22 @@ def load_world(path: str | Path, *, _data=None) -> World:
     mounts = []
     rseq = r.sequence(top["robots"], "robots", top.line_of("robots")) if "robots" in top else YList()
     rnames: dict[str, int] = {}
-    for i, rm in enumerate(rseq or []):
+    for i, rm in enumerate(_count(r, rseq, "robots", top.line_of("robots"), B.MAX_ROBOTS, "robots")):
         f = f"robots[{i}]"
         rm = r.mapping(rm, f, rseq.line_of(i))
         if rm is None:
             continue
         r.check_keys(rm, f, ROBOT_INST_KEYS, ["file"])
-        fname = r.string(rm, "file", f, required=True)
-        if fname is None:
+        rpath = _model_file(r, rm, f, base, "robot")
+        if rpath is None:
             continue
+        fname = rm["file"]
         try:
-            robot = load_robot(base / fname)
+            robot = _load_cached(cache, load_robot, rpath)
         except ModelError as e:
-            sub_errors.extend(getattr(e, "errors", [e]))
-            r.error(rm.line_of("file"), f"{f}.file", f"robot file '{fname}' is invalid (see the errors above)")
+            if not any(x in sub_errors for x in getattr(e, "errors", [e])):
+                sub_errors.extend(getattr(e, "errors", [e]))
+            r.error(rm.line_of("file"), f"{f}.file", f"robot file {quote(fname)} is invalid (see the errors above)")
             continue
         rname = r.string(rm, "name", f, default=robot.name)
         material_uses.extend((f"{f}.file", rm.line_of("file"), l.material) for l in robot.links)
@@ -668,11 +849,11 @@ def load_world(path: str | Path, *, _data=None) -> World:
             for dn in (dm or {}):
                 if dn not in robot.dof_index:
                     r.error(dm.line_of(dn), f"{f}.dofs.{dn}", f"robot '{rname}' has no DOF '{dn}'"
-                            f"{did_you_mean(str(dn), robot.dof_index)}")
+                            f"{r.suggest(str(dn), robot.dof_index)}")
                     continue
                 k = robot.dof_index[dn]
                 unit = "angle" if robot.joints[robot.dofs[k].joints[0]].kind == REVOLUTE else "length"
-                v = r.number(dm, dn, f"{f}.dofs", unit=unit)
+                v = r.number(dm, dn, f"{f}.dofs", unit=unit, bounds=B.ANGLE if unit == "angle" else B.TRAVEL)
                 if v is None:
                     continue
                 lo, hi = robot.dofs[k].limits
@@ -681,6 +862,7 @@ def load_world(path: str | Path, *, _data=None) -> World:
                     continue
                 init[k] = v
         rnames[rname] = len(robots)
+        lines[rname] = (f, rm.line)
         robots.append(RobotInstance(rname, robot, _ro(X), None, fixed, _ro(init)))
         if "mount" in rm:
             mounts.append((len(robots) - 1, rm, f))
@@ -694,7 +876,7 @@ def load_world(path: str | Path, *, _data=None) -> World:
         if pn is None:
             continue
         if pn not in rnames:
-            r.error(mm.line_of("robot"), f"{f}.mount.robot", f"no robot named '{pn}' in this world{did_you_mean(pn, rnames)}")
+            r.error(mm.line_of("robot"), f"{f}.mount.robot", f"no robot named '{pn}' in this world{r.suggest(pn, rnames)}")
             continue
         pi = rnames[pn]
         if pi == ri:
@@ -703,7 +885,7 @@ def load_world(path: str | Path, *, _data=None) -> World:
         parent = robots[pi].robot
         ln = r.string(mm, "link", f"{f}.mount", default=parent.links[_last_link(parent)].name)
         if ln not in parent.link_index:
-            r.error(mm.line_of("link"), f"{f}.mount.link", f"robot '{pn}' has no link '{ln}'{did_you_mean(str(ln), parent.link_index)}")
+            r.error(mm.line_of("link"), f"{f}.mount.link", f"robot '{pn}' has no link '{ln}'{r.suggest(str(ln), parent.link_index)}")
             continue
         X = r.pose(mm, "origin", f"{f}.mount")
         old = robots[ri]
@@ -727,7 +909,7 @@ def load_world(path: str | Path, *, _data=None) -> World:
         if key not in top:
             continue
         seq = r.sequence(top[key], key, top.line_of(key))
-        for i, om in enumerate(seq or []):
+        for i, om in enumerate(_count(r, seq, key, top.line_of(key), B.MAX_BODIES, key)):
             f = f"{key}[{i}]"
             om = r.mapping(om, f, seq.line_of(i))
             if om is None:
@@ -737,21 +919,33 @@ def load_world(path: str | Path, *, _data=None) -> World:
                 r.error(om.line, f, "give either 'file' (an object file) or an inline 'shape'")
                 continue
             if "file" in om:
-                fname = r.string(om, "file", f)
-                if fname is None:
+                opath = _model_file(r, om, f, base, "object")
+                if opath is None:
+                    continue
+                fname = om["file"]
+                mesh_file = is_object_file(opath)
+                if mesh_file and "mass" in om and "density" in om:
+                    r.error(om.line_of("density"), f"{f}.density", "give either 'mass' or 'density', not both")
                     continue
                 try:
-                    obj = load_object(base / fname, need_mass=dynamic)
+                    if mesh_file:    # a mesh or one-link URDF: mass/density may come with it
+                        obj = _load_cached(cache, load_object_file, opath, need_mass=dynamic,
+                                           mass=r.number(om, "mass", f, positive=True, bounds=B.MASS),
+                                           density=r.number(om, "density", f, positive=True, bounds=B.DENSITY))
+                    else:
+                        obj = _load_cached(cache, load_object, opath, need_mass=dynamic)
                 except ModelError as e:
-                    sub_errors.extend(getattr(e, "errors", [e]))
-                    r.error(om.line_of("file"), f"{f}.file", f"object file '{fname}' is invalid (see the errors above)")
+                    if not any(x in sub_errors for x in getattr(e, "errors", [e])):
+                        sub_errors.extend(getattr(e, "errors", [e]))
+                    r.error(om.line_of("file"), f"{f}.file", f"object file {quote(fname)} is invalid (see the errors above)")
                     continue
-                for k in ("mass", "density", "com", "inertia", "color"):
+                for k in (("com", "inertia", "color") if mesh_file else ("mass", "density", "com", "inertia", "color")):
                     if k in om:
                         r.error(om.line_of(k), f"{f}.{k}", f"'{k}' belongs in the object file '{fname}'")
                 oname = r.string(om, "name", f, default=obj.name)
                 if "material" in om:
-                    obj = Object(obj.name, obj.file, obj.shape, obj.inertial, _read_material(r, om, f), obj.color)
+                    obj = Object(obj.name, obj.file, obj.shape, obj.inertial, _read_material(r, om, f), obj.color,
+                                 obj.mass_note)
             else:
                 oname = r.string(om, "name", f, required=True)
                 obj = _object_from_map(r, om, f, base, oname or f"{key}{i}", str(path), need_mass=dynamic)
@@ -764,27 +958,68 @@ def load_world(path: str | Path, *, _data=None) -> World:
                 r.error(om.line_of("name") if "name" in om else om.line, f"{f}.name", f"duplicate name '{oname}'")
                 continue
             names.add(oname)
+            lines[oname] = (f, om.line)
             material_uses.append((f"{f}.material", om.line_of("material") if "material" in om else om.line, obj.material))
             bodies.append(BodyInstance(oname, obj, _ro(r.pose(om, "pose", f)), dynamic))
+    nbodies = len(bodies) + sum(len(ri.robot.links) for ri in robots)
+    if nbodies > B.MAX_WORLD_BODIES:
+        r.error(top.line, "", f"more than {B.MAX_WORLD_BODIES} bodies (robot links, objects and obstacles: {nbodies})")
+        r.raise_if_errors()
+    unknown = set()
     for where, line, m in material_uses:
         if m not in materials.materials:
-            r.error(line, where, f"material '{m}' has no friction entries{did_you_mean(m, materials.materials)}; "
+            unknown.add(m)
+            r.error(line, where, f"material {quote(m)} has no friction entries{r.suggest(m, materials.materials)}; "
                     f"known: {', '.join(materials.materials)} (add pairs under 'materials.friction')")
     disabled = set()
     if "disable_collisions" in top:
         seq = r.sequence(top["disable_collisions"], "disable_collisions", top.line_of("disable_collisions"))
-        for i, p in enumerate(seq or []):
+        known = set(rnames) | names | {f"{rn}/{l.name}" for rn, ri in rnames.items() for l in robots[ri].robot.links}
+        for i, p in enumerate(_count(r, seq, "disable_collisions", top.line_of("disable_collisions"),
+                                     B.MAX_BODIES * 4, "pairs")):
             if not (isinstance(p, YList) and len(p) == 2 and all(isinstance(x, str) for x in p)):
                 r.error(seq.line_of(i), f"disable_collisions[{i}]", "expected a pair of names [a, b] (robot/link or body)")
                 continue
-            disabled.add(frozenset(p))
+            missing = [x for x in p if x not in known]
+            for x in missing:
+                r.error(seq.line_of(i), f"disable_collisions[{i}]", f"no robot, link ('robot/link') or body named "
+                        f"{quote(x)}{r.suggest(x, known)}")
+            if not missing:
+                disabled.add(frozenset(p))
     if sub_errors:
         r.errors = sub_errors + r.errors
     r.raise_if_errors()
-    return World(name=name, file=str(path), robots=tuple(robots), bodies=tuple(bodies), gravity=_ro(gravity),
-                 dt=float(dt), contact_threshold=float(thr), materials=materials, disabled_pairs=frozenset(disabled),
-                 robot_index=MappingProxyType(dict(rnames)),
-                 body_index=MappingProxyType({b.name: i for i, b in enumerate(bodies)}))
+    world = World(name=name, file=str(path), robots=tuple(robots), bodies=tuple(bodies), gravity=_ro(gravity),
+                  dt=float(dt), contact_threshold=float(thr), materials=materials, disabled_pairs=frozenset(disabled),
+                  robot_index=MappingProxyType(dict(rnames)),
+                  body_index=MappingProxyType({b.name: i for i, b in enumerate(bodies)}),
+                  entry_lines=MappingProxyType(lines))
+    _check_friction_pairs(r, world, unknown)
+    r.raise_if_errors()
+    return world
+
+
+def _check_friction_pairs(r: Reader, world: World, skip: set) -> None:
+    """Every two materials that may touch need a friction entry (the simulator refuses a contact
+    without one).  Materials in ``skip`` are already reported as unknown."""
+    from .bodies import body_table
+
+    t = body_table(world)
+    done = set()
+    for i, j in t.collision_pairs:
+        a, b = t.materials[i], t.materials[j]
+        key = (min(a, b), max(a, b))
+        if key in done or a in skip or b in skip:
+            continue
+        done.add(key)
+        try:
+            world.materials.mu(a, b)
+        except KeyError:
+            ni, nj = t.names[i], t.names[j]
+            owner = ni.split("/", 1)[0] if t.robot[i] >= 0 else ni
+            field, line = world.entry_lines.get(owner, ("materials", None))
+            r.error(line, field, f"materials {quote(a)} ({quote(ni)}) and {quote(b)} ({quote(nj)}) may touch but have "
+                    "no friction entry; add {pair: [" + f"{a}, {b}" + "], static, kinetic} under 'materials.friction'")
 
 
 def _last_link(robot: Robot) -> int:

@@ -1,0 +1,199 @@
+"""Checks of what enters the simulator: numbers, vectors, controller commands and restored states.
+
+Each check raises ValueError naming what is wrong (or returns the problem in words), so that the
+simulator refuses bad input before anything changes.  Bounds (SI units):
+
+* ``MIN_DT``, ``MAX_DT``: a step in [1 ps, 1 s];
+* a restored state: finite entries, quaternions within :data:`graspsim.spatial.UNIT_QUAT_TOL` of
+  unit, joint values within ``JOINT_MAX`` that fit the poses to ``JOINT_STATE_TOL`` (a revolute
+  joint modulo 2 pi), links that hold together to ``JOINT_STATE_TOL``;
+* a controller command: finite targets, rates, feed-forward and gains; gains and efforts >= 0.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import spatial
+from ..world import MAX_JOINT_VALUE
+from . import _rows_kernel as RK
+from .joints import row_template
+
+if TYPE_CHECKING:
+    from .simulator import SimState, Simulator
+
+#: the longest step (s): a rigid-body step of more than a second is a unit mistake (ms?), not a step
+MAX_DT = 1.0
+#: the shortest step (s): 1 ps, the smallest remainder callers use to land on a time grid; below it
+#: the implicit rows' compliance 1 / (h c) heads for overflow (1e-300 s: 1e302) and no contact
+#: dynamics is resolved anyway
+MIN_DT = 1e-12
+#: a restored state's joint values must agree with its poses to this (rad or m; a revolute joint
+#: modulo 2 pi), and its joints hold together to this; steps keep both below 1e-5 (measured: a
+#: Puma + Barrett grasp and lift of the handset, 4e-6 and 1e-12)
+JOINT_STATE_TOL = 1e-2
+#: largest joint value (rad or m), as the world's setters: beyond it the unwrapping of revolute
+#: joints (modulo 2 pi) loses its precision and no prismatic joint is that long
+JOINT_MAX = MAX_JOINT_VALUE
+
+
+def number(name: str, value, lo: float, hi: float, *, open_low: bool = False) -> float:
+    """``value`` as a finite float in [lo, hi] ((lo, hi] with ``open_low``); ValueError naming ``name``."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not (np.isfinite(x) and (lo < x <= hi if open_low else lo <= x <= hi)):
+        raise ValueError(f"{name} must be finite, {'>' if open_low else '>='} {lo:g} and <= {hi:g}, got {value!r}")
+    return x
+
+
+def vector(name: str, value, n: int) -> np.ndarray:
+    """``value`` as a new float (n,) array of finite numbers; ValueError naming ``name``."""
+    try:
+        a = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {n} numbers, got {value!r}") from None
+    if a.shape != (n,) or not np.isfinite(a).all():
+        raise ValueError(f"{name} must be {n} finite numbers, got {value!r}")
+    return a
+
+
+#: DriveCommand fields in the order of the rows command_array returns
+CMD_FIELDS = ("q_ref", "qd_ref", "tau_ff", "kp", "kd", "effort")
+
+
+def command_array(cmd, dof_names: tuple) -> np.ndarray:
+    """The controller's command as one (6, nd) float array, rows in CMD_FIELDS order; ValueError
+    naming the field and DOF unless q_ref, qd_ref, tau_ff, kp, kd are finite and kp, kd, effort
+    >= 0 (effort may be inf).  One stacked array: a few numpy calls per step, not one per field."""
+    nd = len(dof_names)
+    try:
+        A = np.array((cmd.q_ref, cmd.qd_ref, cmd.tau_ff, cmd.kp, cmd.kd, cmd.effort), dtype=np.float64)
+    except (AttributeError, TypeError, ValueError):
+        A = None
+    if A is None or A.shape != (6, nd):
+        _command_problem(cmd, dof_names)
+    # finiteness of the first five rows in one compiled pass; then the signs of kp, kd, effort
+    # (ndarray.min keeps a NaN, which fails >=)
+    F = A[:5]
+    if nd and not (RK.all_finite(F, F, F) and A[3:].min() >= 0):
+        _command_problem(cmd, dof_names)
+    return A
+
+
+def _command_problem(cmd, dof_names: tuple) -> None:
+    """Raise the ValueError that names what is wrong with a command (the slow path of command_array)."""
+    nd = len(dof_names)
+    for n in CMD_FIELDS:
+        try:
+            a = np.asarray(getattr(cmd, n), dtype=np.float64)
+        except AttributeError:
+            raise ValueError(f"a controller's command must be a DriveCommand, got {type(cmd).__name__}") from None
+        except (TypeError, ValueError):
+            raise ValueError(f"controller command: {n} must be {nd} numbers, got {getattr(cmd, n)!r}") from None
+        if a.shape != (nd,):
+            raise ValueError(f"controller command: {n} must have shape ({nd},) (the DOFs {list(dof_names)}), "
+                             f"got {a.shape}")
+        ok = (a >= 0) if n == "effort" else np.isfinite(a) & ((a >= 0) | (n not in ("kp", "kd")))
+        if not ok.all():
+            k = int(np.flatnonzero(~ok)[0])
+            need = {"kp": "finite and >= 0", "kd": "finite and >= 0", "effort": ">= 0"}.get(n, "finite")
+            raise ValueError(f"controller command: {n} of DOF '{dof_names[k]}' must be {need}, got {a[k]}")
+    # not reached: every way command_array's fast check fails is one of the problems above
+    raise AssertionError(f"command refused without a named problem: {cmd!r}")
+
+
+def state_problem(sim: Simulator, st) -> str | None:
+    """What makes ``st`` unfit for simulator ``sim`` (see Simulator.restore_state), or None."""
+    from .simulator import SimState
+
+    if not isinstance(st, SimState):
+        return f"a state must be a SimState (from save_state), got {type(st).__name__}"
+    nb, nj, nd = len(sim.bodies), len(sim.js), len(sim.ds)
+    try:
+        t = float(st.time)
+    except (TypeError, ValueError):
+        return f"time must be a number, got {st.time!r}"
+    if not np.isfinite(t):
+        return f"time must be finite, got {t}"
+    if not isinstance(st.steps, (int, np.integer)) or st.steps < 0:
+        return f"steps must be a whole number >= 0, got {st.steps!r}"
+    names = [sim.table.names[i] for i in sim.bodies.table_index]
+    for fld, shape, unit in (("c", (nb, 3), "m"), ("q", (nb, 4), ""), ("v", (nb, 6), "m/s, rad/s"),
+                             ("joint_q", (nj,), "rad or m"), ("lock", (nd,), "rad or m"), ("broken", (nd,), "")):
+        try:
+            a = np.asarray(getattr(st, fld), dtype=bool if fld == "broken" else float)
+        except (TypeError, ValueError):
+            return f"{fld} must be an array of numbers, got {getattr(st, fld)!r}"
+        if a.shape != shape:
+            return f"{fld} must have shape {shape} for this simulator, got {a.shape}"
+        if fld == "broken":
+            continue
+        fin = np.isfinite(a)
+        bad = np.flatnonzero(~(fin.all(axis=1) if a.ndim == 2 else fin))
+        if len(bad):
+            k = int(bad[0])
+            who = (f"joint '{sim.js.names[k]}'" if fld == "joint_q" else f"DOF '{sim.ds.names[k]}'"
+                   if fld == "lock" else f"body '{names[k]}'")
+            return f"{fld} of {who} must be finite" + (f" ({unit})" if unit else "") + f", got {a[k].tolist()}"
+    bad = spatial.unit_quat_problems(st.q)
+    if bad:
+        return f"q of body '{names[bad[0][0]]}': {bad[0][1]}"
+    return _joint_problem(sim, st)
+
+
+def _joint_problem(sim: Simulator, st: SimState) -> str | None:
+    """Joint values and joints of a (finite, unit-quaternion) state that do not fit its poses."""
+    js, ds = sim.js, sim.ds
+    jq0 = np.array(st.joint_q, dtype=float, order="C")
+    lock, broken = np.asarray(st.lock, dtype=float), np.asarray(st.broken, dtype=bool)
+    for fld, a in (("joint_q", jq0), ("lock", lock)):
+        if len(a) and np.abs(a).max() > JOINT_MAX:
+            k = int(np.argmax(np.abs(a)))
+            who = f"joint '{js.names[k]}'" if fld == "joint_q" else f"DOF '{ds.names[k]}'"
+            return f"{fld} of {who} is {a[k]:.6g}, beyond +-{JOINT_MAX:g} (rad or m)"
+    if not len(jq0):
+        return None
+    q = np.asarray(st.q, dtype=float)
+    X = sim._poses(np.array(st.c, dtype=float, order="C"),
+                   np.ascontiguousarray(q / np.linalg.norm(q, axis=1, keepdims=True)))
+    F, jq = sim._joint_state(X, jq0)     # unwrapped against jq0: a revolute joint compares modulo 2 pi
+    d = np.abs(jq - jq0)
+    k = int(np.argmax(d))
+    if d[k] > JOINT_STATE_TOL:
+        return (f"joint_q of joint '{js.names[k]}' is {jq0[k]:.9g} but the poses put it at {jq[k]:.9g} "
+                f"(rad or m; to {JOINT_STATE_TOL:g}, a revolute joint modulo 2 pi)")
+    rj, rt, rk = row_template(js)
+    _, _, err, keep = RK.equality_rows(rj, rt, rk, js.kind, js.parent, js.child, js.axis, sim.bodies.slot,
+                                       sim._com_world(X), F.o, F.o_c, F.R, F.R_c, F.axis, F.perp)
+    e = np.where(keep, np.abs(err), 0.0)
+    if len(e) and e.max() > JOINT_STATE_TOL:
+        r = int(np.argmax(e))
+        return (f"the poses pull joint '{js.names[rj[r]]}' apart by {e[r]:.3g} (m or rad; more than "
+                f"{JOINT_STATE_TOL:g}): c and q of its links do not fit together")
+    # a broken-away DOF holds its proximal joint where it broke: inside the joint's range
+    for d_ in np.flatnonzero(broken):
+        lo, hi = js.limits[ds.joints[d_][0]]
+        if not lo - JOINT_STATE_TOL <= lock[d_] <= hi + JOINT_STATE_TOL:
+            return (f"lock of broken-away DOF '{ds.names[d_]}' is {lock[d_]:.6g}, outside its proximal "
+                    f"joint's range [{lo:.6g}, {hi:.6g}]")
+    return None
+
+
+def checked_state(sim: Simulator, st) -> SimState:
+    """A new SimState from ``st`` for ``sim``: checked (ValueError naming the problem), quaternions
+    renormalised, arrays C-contiguous floats."""
+    from .simulator import SimState
+
+    problem = state_problem(sim, st)
+    if problem is not None:
+        raise ValueError(f"restore_state: {problem}; the state is unchanged")
+    q = np.array(st.q, dtype=float, order="C")
+    n = np.sqrt(np.einsum("ij,ij->i", q, q))
+    off = np.abs(n - 1.0) > 1e-12          # unit to rounding: kept bit for bit (exact replay)
+    q[off] /= n[off, None]
+    f = lambda a: np.array(a, dtype=float, order="C")     # new arrays, laid out as the kernels take
+    return SimState(float(st.time), f(st.c), q, f(st.v), f(st.joint_q), np.array(st.broken, dtype=bool),
+                    f(st.lock), int(st.steps))

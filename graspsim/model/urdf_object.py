@@ -1,0 +1,204 @@
+"""A graspable object from a URDF with one link (e.g. pybullet_data's ``random_urdfs``).
+
+Read from the link: its ``<collision>`` geometry (``mesh`` with ``scale``, ``box``, ``sphere`` or
+``cylinder``) placed by the collision ``<origin>`` in the link frame (= the object's body frame),
+its ``<inertial>`` (mass; centre of mass and inertia from ``<origin>`` and ``<inertia>``), and the
+visual material's colour.  Mass: ``mass``/``density`` given by the caller win; else the URDF's
+``<mass>``; else the default density (see :mod:`.mesh_object`).  A URDF inertia that is not a
+physical one (not positive definite, or breaking the triangle inequality: ``random_urdfs`` give
+``ixx = iyy = 1, izz = 0`` for a 0.1 kg, 9 cm object) is replaced by the uniform-density inertia of
+the shape at the URDF's mass; the object's ``mass_note`` says so (``graspsim info`` prints it: a
+warning per object would flood an object set).
+Problems are :class:`graspsim.ModelError` ``FILE:LINE: FIELD: PROBLEM``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.parsers import expat
+
+import numpy as np
+
+from .. import spatial
+from ..errors import ModelError
+from ..geometry import load_mesh_shape, make_primitive
+from .description import Inertial, Object
+from .mesh_object import DEFAULT_COLOR, DEFAULT_MATERIAL, _check_mass, _ro, inertial_for, mass_shape
+
+__all__ = ["urdf_object"]
+
+
+@dataclass
+class _El:
+    tag: str
+    attrs: dict
+    line: int
+    children: list = field(default_factory=list)
+
+    def all(self, tag: str) -> list:
+        return [c for c in self.children if c.tag == tag]
+
+    def one(self, tag: str):
+        c = self.all(tag)
+        return c[0] if c else None
+
+
+def _parse(path: Path) -> _El:
+    """XML to a small element tree that remembers line numbers (ElementTree does not)."""
+    p = expat.ParserCreate()
+    stack: list[_El] = []
+    root: list[_El] = []
+
+    def start(tag, attrs):
+        e = _El(tag, dict(attrs), p.CurrentLineNumber)
+        (stack[-1].children if stack else root).append(e)
+        stack.append(e)
+
+    p.StartElementHandler = start
+    p.EndElementHandler = lambda tag: stack.pop()
+    try:
+        p.Parse(path.read_bytes(), True)
+    except expat.ExpatError as e:
+        raise ModelError(f"not valid XML: {expat.ErrorString(e.code)}", file=str(path), line=e.lineno) from None
+    return root[0]
+
+
+class _Ctx:
+    def __init__(self, path: Path):
+        self.file = str(path)
+
+    def err(self, e: _El, fld: str, problem: str) -> ModelError:
+        return ModelError(problem, file=self.file, line=e.line, field=fld)
+
+    def floats(self, e: _El, attr: str, fld: str, n: int, default=None) -> np.ndarray:
+        if attr not in e.attrs:
+            if default is None:
+                raise self.err(e, f"{fld}@{attr}", "missing attribute")
+            return np.asarray(default, dtype=float)
+        try:
+            v = np.array([float(x) for x in e.attrs[attr].split()], dtype=float)
+        except ValueError:
+            v = np.zeros(0)
+        if len(v) != n or not np.all(np.isfinite(v)):
+            raise self.err(e, f"{fld}@{attr}", f"expected {n} number{'s' if n > 1 else ''}, got '{e.attrs[attr]}'")
+        return v
+
+    def origin(self, parent: _El, fld: str) -> np.ndarray:
+        o = parent.one("origin")
+        if o is None:
+            return np.eye(4)
+        xyz = self.floats(o, "xyz", f"{fld}.origin", 3, (0, 0, 0))
+        rpy = self.floats(o, "rpy", f"{fld}.origin", 3, (0, 0, 0))
+        X = np.eye(4)
+        X[:3, :3] = spatial.rpy_to_matrix(rpy)
+        X[:3, 3] = xyz
+        return X
+
+
+def _shape(c: _Ctx, col: _El, fld: str, base: Path):
+    X = c.origin(col, fld)
+    g = col.one("geometry")
+    if g is None or not g.children:
+        raise c.err(col, f"{fld}.geometry", "missing <geometry> with a mesh, box, sphere or cylinder")
+    k = g.children[0]
+    gf = f"{fld}.geometry.{k.tag}"
+    if k.tag == "mesh":
+        fn = k.attrs.get("filename")
+        if not fn:
+            raise c.err(k, f"{gf}@filename", "missing attribute")
+        if fn.startswith("package://"):
+            raise c.err(k, f"{gf}@filename", f"'{fn}': package:// paths are not resolved; use a path "
+                        "relative to the URDF")
+        scale = c.floats(k, "scale", gf, 3, (1, 1, 1))
+        if np.any(scale <= 0):
+            raise c.err(k, f"{gf}@scale", f"scale must be > 0, got '{k.attrs['scale']}'")
+        try:
+            return load_mesh_shape(base / fn.removeprefix("file://"), scale=scale, X_LS=X)
+        except ModelError as e:
+            raise c.err(k, f"{gf}@filename", e.problem + (f" ({e.file})" if e.file else "")) from None
+    if k.tag == "box":
+        size = c.floats(k, "size", gf, 3)
+        if np.any(size <= 0):
+            raise c.err(k, f"{gf}@size", "box sizes must be > 0")
+        return make_primitive("box", size, X)
+    if k.tag in ("sphere", "cylinder"):
+        rad = c.floats(k, "radius", gf, 1)[0]
+        if k.tag == "sphere":
+            size = (rad,)
+        else:
+            size = (rad, c.floats(k, "length", gf, 1)[0])
+        if min(size) <= 0:
+            raise c.err(k, gf, "radius and length must be > 0")
+        return make_primitive(k.tag, size, X)
+    raise c.err(k, gf, "unsupported geometry; use mesh, box, sphere or cylinder")
+
+
+def _urdf_inertial(c: _Ctx, link: _El, fld: str):
+    """(mass, com, inertia about com in link axes or None if not physical, the <inertial> element)."""
+    ie = link.one("inertial")
+    if ie is None:
+        return None, None, None, None
+    f = f"{fld}.inertial"
+    me = ie.one("mass")
+    if me is None:
+        raise c.err(ie, f"{f}.mass", "missing <mass>")
+    mass = c.floats(me, "value", f"{f}.mass", 1)[0]
+    if mass <= 0:
+        raise c.err(me, f"{f}.mass@value", f"mass must be > 0, got {mass:g}")
+    X = c.origin(ie, f)
+    I = None
+    ine = ie.one("inertia")
+    if ine is not None:
+        v = {k: c.floats(ine, k, f"{f}.inertia", 1, (0,))[0] for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")}
+        Ii = np.array([[v["ixx"], v["ixy"], v["ixz"]], [v["ixy"], v["iyy"], v["iyz"]], [v["ixz"], v["iyz"], v["izz"]]])
+        ev = np.linalg.eigvalsh(Ii)
+        if ev[0] > 0 and ev[0] + ev[1] >= ev[2] * (1 - 1e-9):
+            R = X[:3, :3]
+            I = R @ Ii @ R.T
+    return float(mass), X[:3, 3].copy(), I, ie
+
+
+def urdf_object(path: str | Path, *, name: str | None = None, mass: float | None = None,
+                density: float | None = None, material: str | None = None, need_mass: bool = True) -> Object:
+    """An object from a URDF with exactly one link (body frame = the link frame; SI units)."""
+    path = Path(path)
+    c = _Ctx(path)
+    _check_mass(mass, density, str(path))
+    root = _parse(path)
+    if root.tag != "robot":
+        raise c.err(root, root.tag, "a URDF's top element must be <robot>")
+    links = root.all("link")
+    if len(links) != 1:
+        raise c.err(root, "robot.link", f"an object URDF needs exactly one <link>, found {len(links)} "
+                    "(a URDF with joints is a robot)")
+    link = links[0]
+    fld = f"link[{link.attrs.get('name', '')}]"
+    cols = link.all("collision")
+    if not cols:
+        raise c.err(link, f"{fld}.collision", "missing <collision>: the object needs a collision shape")
+    if len(cols) > 1:
+        raise c.err(cols[1], f"{fld}.collision", f"{len(cols)} <collision> elements; one is supported "
+                    "(merge them into one mesh)")
+    shape = _shape(c, cols[0], f"{fld}.collision", path.parent)
+    u_mass, u_com, u_I, _ = _urdf_inertial(c, link, fld)
+    note = ""
+    inertial = None
+    if mass is not None or density is not None or u_mass is None:
+        if need_mass or mass is not None or density is not None:
+            inertial, note = inertial_for(mass_shape(shape), mass=mass, density=density)
+    elif u_I is not None:
+        inertial = Inertial(u_mass, _ro(u_com), _ro(u_I))
+    else:  # URDF mass, shape's distribution (its com: a com without an inertia is not worth keeping)
+        inertial, _ = inertial_for(mass_shape(shape), mass=u_mass, density=None)
+        note = "inertia from the shape at the URDF's mass (the URDF's inertia is not physical)"
+    rgba = None
+    vis = link.one("visual")
+    if vis is not None and vis.one("material") is not None and vis.one("material").one("color") is not None:
+        ce = vis.one("material").one("color")
+        try:
+            rgba = tuple(float(x) for x in ce.attrs.get("rgba", "").split())[:3]
+        except ValueError:
+            rgba = None
+    nm = name or root.attrs.get("name") or link.attrs.get("name") or path.stem
+    return Object(nm, str(path), shape, inertial, material or DEFAULT_MATERIAL,
+                  rgba if rgba and len(rgba) == 3 else DEFAULT_COLOR, mass_note=note)

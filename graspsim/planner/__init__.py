@@ -1,0 +1,9 @@
+"""Grasp planning: simulated annealing over the hand's pose and eigengrasp amplitudes.
+
+After GraspIt's planner (Ciocarlie & Allen, "Hand posture subspaces for dexterous robotic
+grasping", IJRR 2009).  See docs/planner.md.
+"""
+from .api import GraspQualitySummary, PlannedGrasp, free_hand_world, plan_grasps
+from .space import GraspSpace, eigengrasps
+
+__all__ = ["plan_grasps", "free_hand_world", "PlannedGrasp", "GraspQualitySummary", "GraspSpace", "eigengrasps"]

@@ -1,0 +1,332 @@
+"""``plan_grasps``: search the hand's pose and eigengrasp amplitudes, close, score, return the best.
+
+1. the search space (:mod:`.space`) about the object, the virtual contacts and the object's
+   surface samples (:mod:`.energy`);
+2. simulated annealing (:mod:`.annealing`) on the contact energy (or the quality energy),
+   collisions of the hand with the object or obstacles (FCL) rejected;
+3. the lowest-energy distinct states (palm poses at least 1 cm or 10 deg apart), each closed
+   with :func:`graspsim.control.static_auto_grasp` and scored (force closure, epsilon, volume);
+4. the best ``n``: force-closure grasps first, by epsilon, then the rest by energy.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .annealing import SearchLog, anneal
+from .energy import SurfaceSamples, contact_energy, surface_samples, virtual_contacts
+from .space import GraspSpace
+
+__all__ = ["PlannedGrasp", "GraspQualitySummary", "Problem", "plan_grasps", "free_hand_world", "DISTINCT_DISTANCE", "DISTINCT_ANGLE"]
+
+#: two grasps are distinct when their palm positions are this far apart (m) ...
+DISTINCT_DISTANCE = 0.01
+#: ... or their palm orientations differ by this angle (rad)
+DISTINCT_ANGLE = math.radians(10.0)
+#: quality energy: a state whose virtual contacts are on average this close to the object (m) is closed and scored
+QUALITY_SWITCH = 0.03
+
+
+@dataclass(frozen=True)
+class GraspQualitySummary:
+    force_closure: bool
+    epsilon: float
+    volume: float
+
+
+@dataclass(frozen=True, eq=False)
+class PlannedGrasp:
+    """A planned grasp (SI units, world frame W).
+
+    ``palm_pose`` (4, 4) and ``base_pose`` (4, 4) of the hand; ``dofs`` {name: value} after the
+    static auto-grasp (rad or m); ``joint_values`` (nj,) including joints held by a clutch;
+    ``preshape`` {name: value} the DOFs the search found before closing; ``energy`` the search
+    energy of that pre-grasp state; ``quality`` of the closed grasp.
+    """
+
+    palm_pose: np.ndarray
+    base_pose: np.ndarray
+    dofs: dict
+    joint_values: np.ndarray
+    preshape: dict
+    quality: GraspQualitySummary
+    energy: float
+    contacts: int = 0
+
+    def apply(self, world, hand: str) -> None:
+        """Put ``hand`` of ``world`` (unmounted) in this grasp: base pose and joint values."""
+        h = world.robots[hand]
+        h.base_pose = self.base_pose
+        h.set_joint_values(self.joint_values)
+
+    def to_dict(self) -> dict:
+        return {"palm_pose": self.palm_pose.tolist(), "base_pose": self.base_pose.tolist(),
+                "dofs": {k: float(v) for k, v in self.dofs.items()},
+                "joint_values": [float(v) for v in self.joint_values],
+                "preshape": {k: float(v) for k, v in self.preshape.items()},
+                "quality": {"force_closure": bool(self.quality.force_closure), "epsilon": float(self.quality.epsilon),
+                            "volume": float(self.quality.volume)},
+                "energy": float(self.energy), "contacts": int(self.contacts)}
+
+
+def free_hand_world(world, hand: str):
+    """``world`` itself for an unmounted hand; for a hand mounted on an arm, a new World with the
+    hand alone, unmounted at its current base pose (same DOFs, objects and obstacles; the arm left
+    out).  GraspIt's planner too searches the hand's pose; whether the arm reaches it is not checked."""
+    from ..world import World
+
+    if hand not in world.robots:
+        raise ValueError(f"world '{world.name}' has no robot '{hand}'; robots: {', '.join(world.robots) or 'none'}")
+    h = world.robots[hand]
+    if h.instance.mount is None:
+        return world
+    inst = dataclasses.replace(h.instance, mount=None, X_WB=h.base_pose)
+    desc = dataclasses.replace(world.description, robots=(inst,), robot_index={hand: 0})
+    w = World(desc)
+    w.robots[hand].set_dofs(h.dof_values)
+    for name, b in w.bodies.items():
+        b.pose = world.bodies[name].pose
+    return w
+
+
+def _hand_pairs(world, ri: int) -> np.ndarray:
+    """(m, 2) body-table pairs of the hand's links against every body that is not a robot link
+    (objects and obstacles), minus the world's disabled pairs."""
+    t = world.table
+    hand = [int(i) for i in t.robot_links[ri]]
+    links = {int(i) for r in t.robot_links for i in r}
+    valid = [s is not None for s in t.shapes]
+    disabled = world.description.disabled_pairs
+    out = []
+    for a in hand:
+        for b in range(len(t)):
+            if b in links or not (valid[a] and valid[b]) or frozenset((t.names[a], t.names[b])) in disabled:
+                continue
+            out.append((min(a, b), max(a, b)))
+    return np.array(sorted(set(out)), dtype=np.int64).reshape(-1, 2)
+
+
+class Problem:
+    """One hand, one object, one world: the space, the energies and the collision test, built once."""
+
+    def __init__(self, world, hand: str, obj: str, *, energy: str = "contact"):
+        from ..collision import model_for
+
+        if hand not in world.robots:
+            raise ValueError(f"world '{world.name}' has no robot '{hand}'; robots: {', '.join(world.robots) or 'none'}")
+        if obj not in world.bodies or not world.bodies[obj].dynamic:
+            objs = [b.name for b in world.bodies.values() if b.dynamic]
+            raise ValueError(f"world '{world.name}' has no object '{obj}'; objects: {', '.join(objs) or 'none'}")
+        if energy not in ("contact", "quality"):
+            raise ValueError(f"energy must be 'contact' or 'quality', got {energy!r}")
+        self.world, self.hand, self.obj, self.kind = world, hand, obj, energy
+        self.h = h = world.robots[hand]
+        if h.instance.mount is not None:
+            raise ValueError(f"robot '{hand}' is mounted on another robot; plan in free_hand_world(world, '{hand}')")
+        robot = h.description
+        self.initial = world.save_state()
+        b = world.bodies[obj]
+        shape = b.instance.obj.shape
+        V = shape.vertices_in(b.pose)
+        center = 0.5 * (V.min(axis=0) + V.max(axis=0))
+        radius = float(np.linalg.norm(V - center, axis=1).max())
+        # how far the open hand reaches in front of its palm (m), over the eigengrasp origin
+        from .space import batch_forward_kinematics
+
+        L = batch_forward_kinematics(robot, robot.eigengrasp_origin[None, :])[0]
+        X_PB = np.linalg.inv(L[robot.palm_link])
+        u = np.asarray(robot.approach, float)
+        reach = max(float((l.shape.vertices_in(X_PB @ L[i]) @ u).max()) for i, l in enumerate(robot.links)
+                    if l.shape is not None)
+        self.space = GraspSpace(robot, center, (0.0, radius + max(reach, 0.0) + 0.02))
+        self.vc = virtual_contacts(robot)
+        self.surface: SurfaceSamples = surface_samples(shape, b.pose)
+        self.model = model_for(world)
+        self.pairs = _hand_pairs(world, h.index)
+        self.rows = np.asarray(world.table.robot_links[h.index], dtype=np.int64)
+        self.P0 = world.body_poses()
+        self.quality_evaluations = 0
+
+    def collides(self, link_poses: np.ndarray) -> bool:
+        """Whether the hand at these link poses (nl, 4, 4) interpenetrates the object or an obstacle (FCL)."""
+        P = self.P0.copy()
+        P[self.rows] = link_poses
+        return bool(self.model.penetrating(P, pairs=self.pairs))
+
+    def screen(self, x: np.ndarray) -> np.ndarray:
+        """Contact energies (B,) of states x (B, n), without the collision test."""
+        return contact_energy(self.vc, self.surface, self.space.link_poses(x)[0])
+
+    def evaluate(self, x: np.ndarray) -> np.ndarray:
+        """Energies (B,) of states x (B, n); +inf where the hand collides."""
+        L, X_WB, q = self.space.link_poses(x)
+        e, dist = contact_energy(self.vc, self.surface, L, with_distance=True)
+        for b in range(len(x)):
+            if self.collides(L[b]):
+                e[b] = np.inf
+        if self.kind == "quality":
+            for b in np.flatnonzero(np.isfinite(e) & (dist < QUALITY_SWITCH)):
+                g = self.close_centred(X_WB[b], q[b])
+                self.quality_evaluations += 1
+                e[b] = -g.quality.epsilon if g.quality.force_closure else 0.0
+        return e
+
+    def close_centred(self, X_WB: np.ndarray, q: np.ndarray, energy: float = float("nan"),
+                      rounds: int = 2) -> PlannedGrasp:
+        """:meth:`close`, then, while the grasp is not force closure, centre the hand: shift the base
+        by half the gap of the finger link farthest from the object (FCL closest points) and close
+        again from the same preshape, keeping the shift only if the hand is collision-free there.
+
+        A static auto-grasp stops a DOF at the first link it drives that touches: a parallel jaw
+        off the object's centre by more than the contact threshold touches with one finger only.
+        """
+        g = self.close(X_WB, q, energy)
+        fingers = sorted({int(li) for li in self.vc.link if li != self.h.description.palm_link})
+        oi = self.world.table.index[self.obj]
+        for _ in range(rounds if fingers else 0):
+            if g.quality.force_closure:
+                break
+            P = self.P0.copy()
+            P[self.rows] = _link_poses(self.h.description, g)
+            gaps = [self.model.distance(int(self.rows[li]), oi, P) for li in fingers]
+            k = int(np.argmax([d for d, _, _ in gaps]))
+            d, p_link, p_obj = gaps[k]
+            if not d > self.model.threshold:
+                break
+            X = X_WB.copy()
+            X[:3, 3] += 0.5 * (np.asarray(p_obj) - np.asarray(p_link))
+            L = _link_poses_q(self.h.description, X, q)
+            if self.collides(L):
+                break
+            g2 = self.close(X, q, energy)
+            if g2.quality.force_closure or g2.contacts > g.contacts:
+                g, X_WB = g2, X
+            else:
+                break
+        return g
+
+    def close(self, X_WB: np.ndarray, q: np.ndarray, energy: float = float("nan")) -> PlannedGrasp:
+        """Static auto-grasp from base pose X_WB and DOFs q; the world is restored afterwards."""
+        from ..control import static_auto_grasp
+
+        w, h = self.world, self.h
+        w.restore_state(self.initial)
+        h.base_pose = X_WB
+        h.set_dofs(q)
+        try:
+            r = static_auto_grasp(w, self.hand, obj=self.obj)
+            qual = r.quality
+            out = PlannedGrasp(palm_pose=h.palm_pose, base_pose=h.base_pose,
+                               dofs=dict(zip(h.dof_names, (float(v) for v in h.dof_values))),
+                               joint_values=h.joint_values, preshape=dict(zip(h.dof_names, (float(v) for v in q))),
+                               quality=GraspQualitySummary(bool(qual.force_closure), float(qual.epsilon),
+                                                           float(qual.volume)) if qual is not None
+                               else GraspQualitySummary(False, 0.0, 0.0),
+                               energy=float(energy),
+                               contacts=len(r.grasp_contacts) if r.grasp_contacts is not None else 0)
+        finally:
+            w.restore_state(self.initial)
+        return out
+
+
+def _link_poses(robot, g: PlannedGrasp) -> np.ndarray:
+    from .. import kinematics
+
+    return kinematics.forward_kinematics(robot, g.joint_values, g.base_pose)
+
+
+def _link_poses_q(robot, X_WB: np.ndarray, q: np.ndarray) -> np.ndarray:
+    from .. import kinematics
+
+    return kinematics.forward_kinematics(robot, kinematics.joint_values(robot, q), X_WB)
+
+
+def _rotation_angle(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
+    """Angles (m,) between rotation Ra (3, 3) and each of Rb (m, 3, 3), rad."""
+    c = (np.einsum("ij,mij->m", Ra, Rb) - 1.0) / 2.0
+    return np.arccos(np.clip(c, -1.0, 1.0))
+
+
+def distinct_states(problem: Problem, x: np.ndarray, e: np.ndarray, limit: int) -> list[int]:
+    """Indices of up to ``limit`` lowest-energy states whose palm poses are pairwise distinct
+    (at least DISTINCT_DISTANCE apart or DISTINCT_ANGLE apart)."""
+    order = np.argsort(e, kind="stable")
+    X = problem.space.palm_poses(x[order]) if len(order) else np.zeros((0, 4, 4))
+    picked: list[int] = []
+    for i in range(len(order)):
+        if picked:
+            P = X[picked]
+            near = (np.linalg.norm(P[:, :3, 3] - X[i, :3, 3], axis=1) < DISTINCT_DISTANCE) & \
+                   (_rotation_angle(X[i, :3, :3], P[:, :3, :3]) < DISTINCT_ANGLE)
+            if near.any():
+                continue
+        picked.append(i)
+        if len(picked) >= limit:
+            break
+    return [int(order[i]) for i in picked]
+
+
+def _check_budget(seconds, iterations) -> None:
+    for name, v in (("seconds", seconds), ("iterations", iterations)):
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    if iterations is not None and int(iterations) != iterations:
+        raise ValueError(f"iterations must be a whole number, got {iterations!r}")
+
+
+def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | None = None,  # noqa: A002
+                iterations: int | None = None, energy: str = "contact", seed: int = 0, restarts: int = 4,
+                candidates: int | None = None, log: list | None = None) -> list[PlannedGrasp]:
+    """Plan up to ``n`` distinct grasps of ``object`` by ``hand`` in ``world`` (its state is left as it was).
+
+    The budget: ``iterations`` annealing steps per restart and/or ``seconds`` of wall time (default
+    2000 iterations); ``restarts`` independent chains; ``seed`` makes the search deterministic
+    (with an ``iterations`` budget).  ``candidates`` (default 3 n) distinct lowest-energy states are
+    closed and scored; the best ``n`` are returned, force-closure grasps first by decreasing epsilon.
+    ``log``, a list, receives the :class:`~graspsim.planner.annealing.SearchLog`.
+
+    A hand mounted on an arm is planned for alone (see :func:`free_hand_world`): apply its grasps to
+    ``free_hand_world(world, hand)``.
+
+    Raises ValueError for an unknown hand or object, a bad budget, or when every state tried
+    collided (the hand cannot reach the object).
+    """
+    _check_budget(seconds, iterations)
+    if not (isinstance(n, int) and n > 0):
+        raise ValueError(f"n must be a whole number > 0, got {n!r}")
+    if seconds is None and iterations is None:
+        iterations = 2000
+    world = free_hand_world(world, hand)
+    prob = Problem(world, hand, object, energy=energy)
+    try:
+        slog: SearchLog = anneal(prob.space, prob.evaluate, seed=seed, restarts=restarts,
+                                 iterations=None if iterations is None else int(iterations), seconds=seconds,
+                                 screen=prob.screen if energy == "contact" else None)
+    finally:
+        world.restore_state(prob.initial)
+    if log is not None:
+        log.append(slog)
+    x, e = slog.all()
+    if not len(e):
+        raise ValueError(f"hand '{hand}' cannot reach object '{object}' without colliding: all "
+                         f"{slog.evaluations} states tried interpenetrated the object or an obstacle")
+    idx = distinct_states(prob, x, e, candidates or 3 * n)
+    L, X_WB, q = prob.space.link_poses(x[idx])
+    grasps = [prob.close_centred(X_WB[k], q[k], float(e[i])) for k, i in enumerate(idx)]
+    world.restore_state(prob.initial)
+    grasps.sort(key=lambda g: (not g.quality.force_closure, -g.quality.epsilon, g.energy))
+    # centring moved some palms: keep the grasps still distinct from every better one
+    out: list[PlannedGrasp] = []
+    for g in grasps:
+        if all(not _same_pose(g.palm_pose, o.palm_pose) for o in out):
+            out.append(g)
+    return out[:n]
+
+
+def _same_pose(A: np.ndarray, B: np.ndarray) -> bool:
+    """Palm poses closer than DISTINCT_DISTANCE and DISTINCT_ANGLE (not distinct)."""
+    return bool(np.linalg.norm(A[:3, 3] - B[:3, 3]) < DISTINCT_DISTANCE
+                and _rotation_angle(A[:3, :3], B[None, :3, :3])[0] < DISTINCT_ANGLE)
