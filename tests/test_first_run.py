@@ -286,3 +286,20 @@ def test_kernel_groups_are_closed():
         for imp in _imports(pkg / f):
             if imp in _warmup.GROUPS:
                 assert _warmup.GROUPS[imp] == g, (f, imp)
+
+
+def test_manifest_names_existing_kernels():
+    """Every manifest entry is a kernel of a known group with a signature numba can read back
+    (a kernel renamed or moved since ``python -m graspsim._warmup record`` would be skipped)."""
+    import importlib
+
+    from graspsim._jit import is_kernel
+
+    entries = _warmup._manifest()
+    assert len(entries) > 10 and _warmup.manifest_units() >= len(entries)
+    for module, qualname, sig, units in entries:
+        disp = getattr(importlib.import_module(module), qualname)
+        assert is_kernel(disp) and _warmup.group_of(disp) in _warmup.GROUPS.values()
+        assert str(_warmup.parse_signature(sig)) == sig and units >= 1
+    groups = {_warmup.group_of(getattr(importlib.import_module(m), q)) for m, q, _, _ in entries}
+    assert set(_warmup.HELPER_GROUPS) <= groups
