@@ -167,3 +167,26 @@ def test_static_grasp_stops_say_which_link_touched_what():
     assert s.reason == "contact" and s.link in ("left", "right") and s.touched == ("box",)
     assert 0.025 < s.value <= 0.025 + 1e-4
     assert r.dofs[0] == s.value
+
+
+def test_sync_world_keeps_a_broken_away_clutch_where_the_simulation_has_it():
+    """After a static grasp whose clutches broke away, a simulation presses on and ``sync_world``
+    writes it back: the world's hand joints equal the simulator's (the proximal joints as overrides,
+    not the coupled angle), so the world draws the fingers where they are (they were 0.67 off)."""
+    w = graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")
+    r = static_auto_grasp(w, "barrett")
+    assert set(r.broke_away) == {"f1", "f2", "f3"}
+    sim = Simulator(w, dt=0.0025)
+    from graspsim.control import start_dynamic_grasp
+
+    sim.run(0.05, start_dynamic_grasp(sim, "barrett"))
+    sl = sim.ds.robot_slices[1]
+    assert sim.state.broken[sl].sum() == 3
+    sim.sync_world()
+    mine = sim.js.robot == 1
+    q_sim = np.zeros(len(w.robots["barrett"].description.joints))
+    q_sim[sim.js.local[mine]] = sim.state.joint_q[mine]
+    np.testing.assert_allclose(w.robots["barrett"].joint_values, q_sim, rtol=0, atol=1e-12)
+    # link poses agree up to the simulation's joint-constraint drift (maximal coordinates)
+    fingers = [i for i, n in enumerate(w.table.names) if n.startswith("barrett/f")]
+    assert np.abs(sim.poses()[fingers] - w.body_poses()[fingers]).max() < 1e-2

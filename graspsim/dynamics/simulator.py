@@ -351,10 +351,23 @@ class Simulator:
         """Write the simulated state back into the world (DOF values and object poses)."""
         X = self.poses()
         d = self._dof_values(self.state.joint_q)
+        js = self.js
         for ri, sl in enumerate(self.ds.robot_slices):
-            lim = self.world.description.robots[ri].robot.dof_limits
-            self.world.state.dofs[ri][:] = np.clip(d[sl], lim[:, 0], lim[:, 1])
             inst = self.world.description.robots[ri]
+            lim = inst.robot.dof_limits
+            self.world.state.dofs[ri][:] = np.clip(d[sl], lim[:, 0], lim[:, 1])
+            # a broken-away DOF reads its distal joint; its other joints are where the simulation has
+            # them, not where the coupling would put them: the world keeps them as overrides
+            ov = self.world.state.joint_overrides[ri]
+            ov.clear()
+            broken = np.flatnonzero(self.state.broken[sl])
+            if len(broken):
+                mine = js.robot == ri
+                q = np.zeros(len(inst.robot.joints))
+                q[js.local[mine]] = self.state.joint_q[mine]
+                for k in broken:
+                    for j in inst.robot.dofs[k].joints[:-1]:
+                        ov[int(j)] = float(q[j])
             if inst.mount is None:
                 self.world.state.base_poses[ri] = X[self.table.robot_links[ri][inst.robot.base_link]].copy()
         nl = sum(len(x) for x in self.table.robot_links)
