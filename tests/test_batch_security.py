@@ -27,7 +27,6 @@ TINY = {"batch": "tiny", "seed": 3, "world": WORLD, "hand": "barrett", "objects"
                                       "within": {"axis": [0, 0, -1], "angle": math.radians(95)}},
                        "rolls": 2, "standoffs": [0.0, 0.14]}}
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is needed to make the certificates")
 
 
 def _openssl(*args, cwd):

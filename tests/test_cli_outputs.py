@@ -205,7 +205,7 @@ def test_volume_facet_limit_against_qhull_of_the_minkowski_sum():
 def test_gws_plot_explains_its_axes(tmp_path):
     """The caption gives s = 1 / (largest distance from the mug's centre of mass to its surface),
     computed here from the mesh vertices, and says what s*tau is; the torque axes say s*tau."""
-    pytest.importorskip("matplotlib")
+    import matplotlib  # noqa: F401  (the test extra has it)
     from graspsim.grasp import plot_gws
     from graspsim.grasp.objects import torque_scale
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import graspsim
+from graspsim.spatial import quat_to_matrix
 from graspsim.collision import CollisionModel, check_interpenetration, closest_points, find_contacts, model_for
 from graspsim.errors import CollisionError
 
@@ -557,10 +558,7 @@ def test_fcl_distance_points_lie_on_their_own_bodies(kind_a, kind_b):
         for c in ([0.0, 0, 0], [0.35, 0.1, -0.05]):
             q = rng.normal(size=4)
             q /= np.linalg.norm(q)
-            w, x, y, z = q
-            R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                          [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                          [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+            R = quat_to_matrix(q)      # [w, x, y, z]
             X.append(pose(R, c))
         for i in range(2):
             objs.set_pose(i, X[i])

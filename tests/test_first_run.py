@@ -23,8 +23,8 @@ REPO = Path(graspsim.__file__).resolve().parent.parent
 
 # Union-find islands of 4 bodies: 0-1 and 2-3 in contact, 0 against a static body (-1).
 # Independently: two islands {0, 1}, {2, 3}, numbered by increasing root component (1 < 3).
-ISLANDS = """
-import json, sys
+# records the graspsim kernels a subprocess compiles (numba compile events), into `compiled`
+COMPILE_LISTENER = """
 import numpy as np
 from numba.core import event
 compiled = []
@@ -36,7 +36,11 @@ class L(event.Listener):
     def on_end(self, e):
         pass
 event.register("numba:compile", L())
-import graspsim.dynamics._rows_kernel as RK
+"""
+
+ISLANDS = """
+import json, sys
+""" + COMPILE_LISTENER + """import graspsim.dynamics._rows_kernel as RK
 lab, k = RK.islands(np.arange(4), 4, np.array([0, 2, -1]), np.array([1, 3, 0]))
 print(json.dumps({"labels": lab.tolist(), "n": int(k), "compiled": sorted(compiled), "file": RK.__file__}))
 """
@@ -168,18 +172,7 @@ def test_cache_directories_stay_bounded(tmp_path):
 
 MAIN_WITH_HELPER = """
 import fcntl, json, time
-import numpy as np
-from numba.core import event
-compiled = []
-class L(event.Listener):
-    def on_start(self, e):
-        f = e.data["dispatcher"].py_func
-        if f.__module__.startswith("graspsim"):
-            compiled.append(f.__qualname__)
-    def on_end(self, e):
-        pass
-event.register("numba:compile", L())
-from graspsim import _warmup
+""" + COMPILE_LISTENER + """from graspsim import _warmup
 import graspsim.collision.kernels as K
 import graspsim.dynamics._rows_kernel as RK
 # a collision kernel: the first compile here starts the helper (group 'rows')

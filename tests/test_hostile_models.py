@@ -339,6 +339,7 @@ def test_apart_settles_what_the_simulator_check_settles():
     import numpy as np
 
     import graspsim
+    from graspsim.spatial import quat_to_matrix
     from graspsim.collision.fcl_geometry import fcl_geometry
     from graspsim.geometry import make_primitive
     from graspsim.model.checks import apart
@@ -355,10 +356,7 @@ def test_apart_settles_what_the_simulator_check_settles():
         for _ in range(2):
             q = rng.normal(size=4)
             q /= np.linalg.norm(q)
-            w, x, y, z = q
-            R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                          [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                          [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+            R = quat_to_matrix(q)      # [w, x, y, z]
             T = np.eye(4)
             T[:3, :3], T[:3, 3] = R, rng.uniform(-0.08, 0.08, 3)
             X.append(T)

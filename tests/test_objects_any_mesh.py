@@ -15,7 +15,7 @@ from graspsim import control
 from graspsim.collision import check_interpenetration
 from graspsim.model.mesh_object import DEFAULT_DENSITY, MeshWarning
 
-pybullet_data = pytest.importorskip("pybullet_data")
+import pybullet_data  # the test extra installs pybullet for its data folder
 RANDOM = Path(pybullet_data.getDataPath()) / "random_urdfs"
 TEN = [f"{k:03d}" for k in range(10)]
 URDF_SCALE = 0.015        # every random_urdfs collision mesh has scale="0.015 0.015 0.015"

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("pybullet_data")
+import pybullet_data  # noqa: F401  (the test extra installs pybullet for its data)
 
 import graspsim
 from graspsim import control, grasp

@@ -298,8 +298,6 @@ def test_cli_world_without_object(tmp_path, capsys):
 
 
 def test_urdf_hand_gets_virtual_contacts_and_plans():
-    pytest.importorskip("pybullet_data")
-    pytest.importorskip("yourdfpy")
     from graspsim.planner.energy import virtual_contacts
 
     spec = (ROOT / "worlds/panda_hand_mug.yaml", "panda_hand", "mug")

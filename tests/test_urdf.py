@@ -18,8 +18,8 @@ from graspsim import ModelError
 from graspsim.errors import ModelWarning
 from graspsim.model.loader import load_any, load_robot
 
-pybullet_data = pytest.importorskip("pybullet_data")
-yourdfpy = pytest.importorskip("yourdfpy")
+import pybullet_data  # the test extra installs pybullet for its data folder
+import yourdfpy
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "models"

@@ -52,15 +52,21 @@ class VirtualContacts:
         return p, n
 
 
-def _faces(shape, X_LS_link=np.eye(4)):
-    V = shape.vertices_in(X_LS_link)
+def _triangles(shape, X: np.ndarray):
+    """The shape's non-degenerate triangles at pose X: (V, F, ok, A, B, C, unit normals from the
+    winding, areas); ``ok`` marks the rows of F kept."""
+    V = shape.vertices_in(X)
     F = np.asarray(shape.faces, dtype=np.int64)
     A, B, C = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
-    n = np.cross(B - A, C - A)
-    area = 0.5 * np.linalg.norm(n, axis=1)
+    cr = np.cross(B - A, C - A)
+    area = 0.5 * np.linalg.norm(cr, axis=1)
     ok = area > 1e-14
-    A, B, C, n, area = A[ok], B[ok], C[ok], n[ok], area[ok]
-    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    A, B, C, cr, area = A[ok], B[ok], C[ok], cr[ok], area[ok]
+    return V, F, ok, A, B, C, cr / np.linalg.norm(cr, axis=1, keepdims=True), area
+
+
+def _faces(shape, X_LS_link=np.eye(4)):
+    V, _, _, A, B, C, n, area = _triangles(shape, X_LS_link)
     cen = (A + B + C) / 3.0
     # link shapes are convex: orient every normal away from the shape's middle
     flip = np.einsum("ij,ij->i", n, cen - V.mean(axis=0)) < 0
@@ -141,14 +147,7 @@ class SurfaceSamples:
 def surface_samples(shape, X_WO: np.ndarray, spacing: float = 0.002, max_points: int = 200_000) -> SurfaceSamples:
     """Area-weighted samples of a shape's surface at pose X_WO, about ``spacing`` (m) apart,
     plus its vertices; normals from the triangle winding (outward for closed meshes)."""
-    V = shape.vertices_in(X_WO)
-    F = np.asarray(shape.faces, dtype=np.int64)
-    A, B, C = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
-    cr = np.cross(B - A, C - A)
-    area = 0.5 * np.linalg.norm(cr, axis=1)
-    ok = area > 1e-14
-    A, B, C, cr, area = A[ok], B[ok], C[ok], cr[ok], area[ok]
-    n = cr / np.linalg.norm(cr, axis=1, keepdims=True)
+    V, F, ok, A, B, C, n, area = _triangles(shape, X_WO)
     m = int(min(max_points, max(len(A), np.ceil(area.sum() / spacing ** 2))))
     rng = np.random.default_rng(0)                       # fixed: the energy is the same for every seed
     f = rng.choice(len(A), size=m, p=area / area.sum())
