@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import math
-import shutil
 import subprocess
 from pathlib import Path
 
