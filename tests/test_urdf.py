@@ -363,7 +363,8 @@ EXPECTED = {
     "bad_inertia.urdf": (4, "link 'a'/inertial/inertia", ["positive definite", "-1"]),
     "missing_geometry.urdf": (4, "link 'a'/visual", ["missing <geometry>"]),
     "negative_radius.urdf": (5, "link 'a'/collision/geometry/cylinder", ["radius=\"-0.01\"", "> 0"]),
-    "two_collisions.urdf": (5, "link 'palm'/collision", ["2 <collision> elements", "for now"]),
+    # a link's second <collision> element (several are its several shapes) is read like the first
+    "second_collision_missing_mesh.urdf": (7, "link 'palm'/collision/geometry/mesh", ["not found", "no_such_tip.stl"]),
     # side files
     "side_unknown_dof.yaml": (5, "dofs[0]", ["no DOF 'left_slid'", "did you mean 'left_slide'"]),
     "side_missing_urdf.yaml": (2, "urdf", ["file not found", "no_such_robot.urdf"]),

@@ -605,12 +605,10 @@ def scene_model_files(world) -> list[str]:
         files.add(ri.robot.file)
         files.update(ri.robot.sources)          # the URDF a side file names
         for l in ri.robot.links:
-            if l.shape is not None and l.shape.source:
-                files.add(l.shape.source)
+            files.update(s.source for s in l.shapes if s.source)
     for b in d.bodies:
         files.add(b.obj.file)
-        if b.obj.shape is not None and b.obj.shape.source:
-            files.add(b.obj.shape.source)
+        files.update(s.source for s in b.obj.shapes if s.source)
     return sorted({str(Path(f).resolve()) for f in files if f and Path(f).is_file()})   # one name per file
 
 

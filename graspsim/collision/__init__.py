@@ -18,9 +18,9 @@ import numpy as np
 from ..errors import CollisionError
 from .distance import closest_points
 from .localize import PairView, localize_impact, localize_joint_limit
-from .model import CollisionModel, ContactSet
+from .model import CollisionData, CollisionModel, ContactSet
 
-__all__ = ["CollisionModel", "ContactSet", "Contact", "find_contacts", "check_interpenetration", "closest_points",
+__all__ = ["CollisionModel", "CollisionData", "ContactSet", "Contact", "find_contacts", "check_interpenetration", "closest_points",
            "localize_impact", "localize_joint_limit", "model_for", "CollisionError", "PairView"]
 
 _MODELS: dict = {}

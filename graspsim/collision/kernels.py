@@ -714,31 +714,44 @@ def _lexorder(uv, idx):
 
 
 @njit(cache=True)
-def _write(C, i, ia, ib, O_ab, O_f, k):
-    if k < O_f.shape[0]:
-        O_ab[k, 0] = ia
-        O_ab[k, 1] = ib
+def _write(C, i, ia, ib, sa, sb, RS, O_ab, O_v, O_s, k):
+    """Contact k from candidate row i of body pair (ia, ib): shapes (sa, sb), or RS[i] when sa < 0.
+
+    Outputs are column blocks, so a contact set's columns are contiguous slices: O_ab (4, K)
+    body_a, body_b, shape_a, shape_b; O_v (6, K, 3) point, normal, point_a, point_b, t1, t2; O_s
+    (K,) separation.
+    """
+    if k < O_s.shape[0]:
+        O_ab[0, k] = ia
+        O_ab[1, k] = ib
+        if sa >= 0:
+            O_ab[2, k] = sa
+            O_ab[3, k] = sb
+        else:
+            O_ab[2, k] = RS[i, 0]
+            O_ab[3, k] = RS[i, 1]
         a1, a2 = tangent_basis(v3(C[i, 6:9]))
         for j in range(3):
-            O_f[k, j] = 0.5 * (C[i, j] + C[i, 3 + j])
-            O_f[k, 3 + j] = C[i, 6 + j]
-            O_f[k, 7 + j] = C[i, j]
-            O_f[k, 10 + j] = C[i, 3 + j]
-            O_f[k, 13 + j] = a1[j]
-            O_f[k, 16 + j] = a2[j]
-        O_f[k, 6] = C[i, 9]
+            O_v[0, k, j] = 0.5 * (C[i, j] + C[i, 3 + j])
+            O_v[1, k, j] = C[i, 6 + j]
+            O_v[2, k, j] = C[i, j]
+            O_v[3, k, j] = C[i, 3 + j]
+            O_v[4, k, j] = a1[j]
+            O_v[5, k, j] = a2[j]
+        O_s[k] = C[i, 9]
     return k + 1
 
 
 @njit(cache=True)
-def _reduce(C, m, ia, ib, cos_tol, region_tol, O_ab, O_f, k):
-    """Group C[:m] by normal, reduce each group, append to the outputs from row k; return new k.
+def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
+    """Group C[:m] (the candidates of body pair (ia, ib), all from shape pair (sa, sb), or, when
+    sa < 0, from several: RS[row] = the row's shapes) by normal, reduce each group, append to the outputs from row k; return new k.
 
     Per group (points clustered within region_tol in the tangent plane, each cluster represented
     by its point of smallest separation): diameter <= region_tol -> one point (the closest); all within region_tol of
     the diameter's line -> the two ends (at each end the closest candidate); else the vertices of
     the 2-D convex hull, counter-clockwise about the normal, neighbours nearer than region_tol
-    merged.  O_f columns: point (3), normal (3), sep, point_a (3), point_b (3), t1 (3), t2 (3).
+    merged.  Outputs: see :func:`_write`.
     """
     if m == 0:
         return k
@@ -798,7 +811,7 @@ def _reduce(C, m, ia, ib, cos_tol, region_tol, O_ab, O_f, k):
                     bj = j
         L = math.sqrt(bd)
         if L <= region_tol:
-            k = _write(C, idx[0], ia, ib, O_ab, O_f, k)
+            k = _write(C, idx[0], ia, ib, sa, sb, RS, O_ab, O_v, O_s, k)
             continue
         dx = (uv[bj, 0] - uv[bi, 0]) / L
         dy = (uv[bj, 1] - uv[bi, 1]) / L
@@ -820,7 +833,7 @@ def _reduce(C, m, ia, ib, cos_tol, region_tol, O_ab, O_f, k):
                 for i in range(nk):  # first hit = smallest separation
                     pr = uv[i, 0] * dx + uv[i, 1] * dy
                     if (end == 0 and pr <= pmin + region_tol) or (end == 1 and pr >= pmax - region_tol):
-                        k = _write(C, idx[i], ia, ib, O_ab, O_f, k)
+                        k = _write(C, idx[i], ia, ib, sa, sb, RS, O_ab, O_v, O_s, k)
                         break
             continue
         # monotone-chain convex hull, counter-clockwise, collinear points dropped
@@ -861,7 +874,7 @@ def _reduce(C, m, ia, ib, cos_tol, region_tol, O_ab, O_f, k):
                 keep[j2] = False
         for j in range(h):
             if keep[j]:
-                k = _write(C, idx[H[j]], ia, ib, O_ab, O_f, k)
+                k = _write(C, idx[H[j]], ia, ib, sa, sb, RS, O_ab, O_v, O_s, k)
     return k
 
 
@@ -955,24 +968,57 @@ def pair_candidates(ia, ib, X, P, thr, C, C2):
 
 
 @njit(cache=True)
-def contacts_kernel(X, pairs, P, valid, thr, cos_tol, region_tol, C, C2, O_ab, O_f):
-    """Broad phase, candidates and reduction for every pair.
+def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s):
+    """Broad phase, candidates and reduction for every body pair.
 
-    Returns (number of contacts written (may exceed len(O_f): call again with more room),
-    largest candidate count of one pair (may exceed len(C): likewise)).
+    ``X`` (S, 4, 4) are the world poses of the shape frames; ``pairs`` (P, 2) are body pairs, each
+    expanded to its shape pairs through the CSR arrays ``bstart``/``bcount`` (body i's shapes are
+    bstart[i] .. bstart[i] + bcount[i]).  The candidates of all shape pairs of one body pair are
+    reduced together (one region per body pair and normal: two boxes of a link on one face give one
+    polygon).  Outputs: see :func:`_write`.  Returns (number of contacts written (may exceed len(O_s):
+    call again with more room),
+    largest candidate count of one shape pair or body pair (may exceed len(C): likewise)).
     """
-    sel = broadphase(X, pairs, P[P_LO], P[P_HI], valid, thr)
+    wlo, whi = world_aabbs(X, P[P_LO], P[P_HI], valid)
     k = 0
     worst = 0
-    for p in sel:
+    for p in range(pairs.shape[0]):
         ia = pairs[p, 0]
         ib = pairs[p, 1]
-        m = pair_candidates(ia, ib, X, P, thr, C, C2)
-        if m > worst:
-            worst = m
-        if m > C.shape[0]:
+        a0 = bstart[ia]
+        b0 = bstart[ib]
+        if bcount[ia] == 1 and bcount[ib] == 1:   # one shape each (most bodies): no gathering
+            if not _box_overlap(wlo[a0], whi[a0], wlo[b0], whi[b0], thr):
+                continue
+            m = pair_candidates(a0, b0, X, P, thr, C, C2)
+            if m > worst:
+                worst = m
+            if m > C.shape[0]:
+                continue
+            k = _reduce(C, m, ia, ib, a0, b0, RS, cos_tol, region_tol, O_ab, O_v, O_s, k)
             continue
-        k = _reduce(C, m, ia, ib, cos_tol, region_tol, O_ab, O_f, k)
+        mt = 0
+        for sa in range(a0, a0 + bcount[ia]):
+            for sb in range(b0, b0 + bcount[ib]):
+                if not _box_overlap(wlo[sa], whi[sa], wlo[sb], whi[sb], thr):
+                    continue
+                m = pair_candidates(sa, sb, X, P, thr, C, C2)
+                if m > worst:
+                    worst = m
+                if m > C.shape[0]:
+                    continue
+                for i in range(m):
+                    if mt + i < C3.shape[0]:
+                        for j in range(10):
+                            C3[mt + i, j] = C[i, j]
+                        RS[mt + i, 0] = sa
+                        RS[mt + i, 1] = sb
+                mt += m
+        if mt > worst:
+            worst = mt
+        if mt > C3.shape[0]:
+            continue
+        k = _reduce(C3, mt, ia, ib, -1, -1, RS, cos_tol, region_tol, O_ab, O_v, O_s, k)
     return k, worst
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from . import kernels as K
 from .pool import NONE, GeometryPool
 
-__all__ = ["CollisionModel", "ContactSet", "MAX_THRESHOLD"]
+__all__ = ["CollisionModel", "CollisionData", "ContactSet", "MAX_THRESHOLD"]
 
 #: largest contact threshold (m) the contact kernels are exact for (checked on the shipped worlds)
 MAX_THRESHOLD = 5e-3
@@ -49,6 +49,10 @@ class ContactSet:
     tangent2: np.ndarray    # (k, 3)
     point_a: np.ndarray     # (k, 3) on body_a's surface
     point_b: np.ndarray     # (k, 3) on body_b's surface
+    # the shapes (table's flat shape index) the contact is between: which of a body's shapes touches
+    # (for the viewer and per-shape materials); None in sets built without them
+    shape_a: np.ndarray | None = None   # (k,) int
+    shape_b: np.ndarray | None = None   # (k,) int
     # body names of the table the indices refer to (for printing); None: bodies shown by index
     names: tuple | None = field(default=None, compare=False)
 
@@ -90,7 +94,8 @@ class ContactSet:
 
     def select(self, mask) -> "ContactSet":
         """The contacts where ``mask`` (bool or index array) is set."""
-        arrays = (getattr(self, f)[mask] for f in self.__dataclass_fields__ if f != "names")
+        arrays = (None if getattr(self, f) is None else getattr(self, f)[mask]
+                  for f in self.__dataclass_fields__ if f != "names")
         return ContactSet(*arrays, names=self.names)
 
 
@@ -99,11 +104,53 @@ def _vec(v, width: int, decimals: int) -> str:
     return "[" + " ".join(f"{round(float(x), decimals) + 0.0:{width}.{decimals}f}" for x in v) + "]"
 
 
-class CollisionModel:
-    """Contact geometry (numba arrays) and FCL objects for every body of a table, built once.
 
-    Holds per-instance workspace; stateless across calls (every query takes the poses).  FCL
-    objects cannot be pickled: build one model per process.
+class CollisionData:
+    """Everything a :class:`CollisionModel`'s queries change: kernel scratch buffers (grown on
+    demand) and the FCL collision objects (built lazily, in the process that uses them; not
+    picklable).  One per simulator / worker: two owners querying one model at once each need
+    their own (``model.new_data()``)."""
+
+    def __init__(self, model: "CollisionModel"):
+        self.C = np.empty((512, 10))       # one shape pair's candidates
+        self.C2 = np.empty((512, 10))      # its sharp-feature candidates
+        self.C3 = np.empty((512, 10))      # a multi-shape body pair's gathered candidates
+        self.RS = np.empty((512, 2), np.int64)   # the shapes of each candidate row
+        self.out(256)
+        self._shapes = model.table.shape_list
+        self._fcl = None
+
+    def out(self, k: int) -> None:
+        """Room for k contacts (column blocks, see kernels._write)."""
+        self.O_ab = np.empty((4, k), np.int64)     # body_a, body_b, shape_a, shape_b
+        self.O_v = np.empty((6, k, 3))             # point, normal, point_a, point_b, t1, t2
+        self.O_s = np.empty(k)                     # separation
+
+    def grow(self, n: int) -> None:
+        """Room for ``n`` candidates of one pair."""
+        self.C = np.empty((2 * n, 10))
+        self.C2 = np.empty((2 * n, 10))
+        self.C3 = np.empty((2 * n, 10))
+        self.RS = np.empty((2 * n, 2), np.int64)
+
+    @property
+    def fcl(self):
+        """The FCL objects, one per shape (built on first use)."""
+        if self._fcl is None:
+            from .fcl_geometry import FCLObjects
+
+            self._fcl = FCLObjects(self._shapes)
+        return self._fcl
+
+
+class CollisionModel:
+    """Contact geometry of every shape of a body table (numba arrays), built once; immutable.
+
+    Bodies own 0..k shapes (``table.body_shape_start/count``); queries take and report *bodies*
+    (a body pair's contacts gather every pair of their shapes; a body pair's distance is the
+    minimum over its shape pairs).  The model holds no per-query state: buffers and FCL objects live
+    in a :class:`CollisionData` (``data=``; by default one the model keeps for the calling
+    process, which is not pickled: ``pickle.dumps(model)`` ships the geometry only).
 
     Parameters: ``table`` (BodyTable), ``threshold`` (contact threshold, m; default 0.1 mm),
     ``normal_tol_deg`` (contacts whose normals differ by less belong to one region),
@@ -124,29 +171,72 @@ class CollisionModel:
         self.pen_tol = float(pen_tol)
         self.cos_tol = math.cos(math.radians(normal_tol_deg))
         self.region_tol = 2.0 * self.threshold if region_tol is None else float(region_tol)
-        self.pool = GeometryPool(table.shapes)
+        self.pool = GeometryPool(table.shape_list)
         self._P = self.pool.arrays()
-        self._valid = self.pool.kind != NONE
-        self._X_LS = self.pool.X_LS
-        self._offset = self.pool.has_offset
+        n = len(table)
+        self._svalid = self.pool.kind != NONE
+        self._X_LS = np.ascontiguousarray(table.shape_X_LS, dtype=float).reshape(-1, 4, 4)
+        self._shape_body = np.ascontiguousarray(table.shape_body, dtype=np.int64)
+        self._bstart = np.ascontiguousarray(table.body_shape_start, dtype=np.int64)
+        self._bcount = np.ascontiguousarray(table.body_shape_count, dtype=np.int64)
+        self._valid = self._bcount > 0
+        # one shape per body in body order (every world before multi-shape bodies): shape poses
+        # are the body poses times X_LS, with no gather
+        self._one_to_one = len(self._shape_body) == n and bool(np.all(self._shape_body == np.arange(n)))
+        self._offset = bool(np.any(np.abs(self._X_LS - np.eye(4)) != 0))
         pairs = np.asarray(table.collision_pairs, dtype=np.int64).reshape(-1, 2)
         self.pairs = np.ascontiguousarray(pairs[self._valid[pairs[:, 0]] & self._valid[pairs[:, 1]]])
-        self._C = np.empty((512, 10))
-        self._C2 = np.empty((512, 10))
-        self._O_ab = np.empty((256, 2), np.int64)
-        self._O_f = np.empty((256, 19))
-        self._fcl = None
+        # the body pairs expanded to shape pairs, once (docs/collision_model_data.md)
+        sp, spb = [], []
+        for q, (a, b) in enumerate(self.pairs):
+            A = np.arange(self._bstart[a], self._bstart[a] + self._bcount[a])
+            B = np.arange(self._bstart[b], self._bstart[b] + self._bcount[b])
+            sp.append(np.stack(np.meshgrid(A, B, indexing="ij"), axis=-1).reshape(-1, 2))
+            spb.append(np.full(len(A) * len(B), q, np.int64))
+        self.shape_pairs = np.concatenate(sp).astype(np.int64) if sp else np.zeros((0, 2), np.int64)
+        self.shape_pair_body_pair = np.concatenate(spb) if spb else np.zeros(0, np.int64)
+        self._data = None
+
+    # -- data ------------------------------------------------------------------------------------
+
+    def new_data(self) -> CollisionData:
+        """A fresh :class:`CollisionData` for this model (one per simulator / worker)."""
+        return CollisionData(self)
+
+    @property
+    def data(self) -> CollisionData:
+        """The model's own :class:`CollisionData` (used when a query is given none)."""
+        if self._data is None:
+            self._data = CollisionData(self)
+        return self._data
+
+    def __getstate__(self):
+        st = self.__dict__.copy()
+        st["_data"] = None      # scratch and FCL objects stay in their process
+        return st
+
+    @property
+    def fcl(self):
+        """The FCL objects of the model's own data (one per shape)."""
+        return self.data.fcl
+
+    def shapes_of(self, i: int) -> range:
+        """Flat indices of body i's shapes."""
+        s = int(self._bstart[i])
+        return range(s, s + int(self._bcount[i]))
 
     # -- poses -----------------------------------------------------------------------------------
 
     def shape_poses(self, poses: np.ndarray) -> np.ndarray:
-        """World poses (N, 4, 4) of the shape frames S from the body poses (X_WS = X_WL X_LS)."""
+        """World poses (S, 4, 4) of the shape frames S from the body poses (X_WS = X_WL X_LS)."""
         poses = np.asarray(poses, dtype=np.float64)
         if poses.shape != (len(self._valid), 4, 4):
             raise ValueError(f"poses must be ({len(self._valid)}, 4, 4), got {poses.shape}")
-        if not self._offset.any():
-            return np.ascontiguousarray(poses)
-        return np.matmul(poses, self._X_LS)
+        if self._one_to_one:
+            if not self._offset:
+                return np.ascontiguousarray(poses)
+            return np.matmul(poses, self._X_LS)
+        return np.matmul(poses[self._shape_body], self._X_LS)
 
     def _pairs(self, pairs) -> np.ndarray:
         if pairs is None:
@@ -157,167 +247,197 @@ class CollisionModel:
 
     # -- contacts --------------------------------------------------------------------------------
 
-    def contacts(self, poses: np.ndarray, pairs=None) -> ContactSet:
-        """Every contact of the pairs (default: the table's collision pairs) within the threshold.
+    def contacts(self, poses: np.ndarray, pairs=None, *, data: CollisionData | None = None) -> ContactSet:
+        """Every contact of the body pairs (default: the table's collision pairs) within the threshold.
 
         Order: pairs in the given order, then regions (by increasing separation of their closest
         point), then the region's points (a line's two ends along the line, a polygon's vertices
-        counter-clockwise about the normal).
+        counter-clockwise about the normal).  Each column is a contiguous array.
         """
+        d = self.data if data is None else data
         X = self.shape_poses(poses)
         pr = self._pairs(pairs)
         while True:
-            k, worst = K.contacts_kernel(X, pr, self._P, self._valid, self.threshold, self.cos_tol,
-                                         self.region_tol, self._C, self._C2, self._O_ab, self._O_f)
-            if worst > self._C.shape[0]:
-                self._grow(worst)
+            k, worst = K.contacts_kernel(X, pr, self._bstart, self._bcount, self._P, self._svalid, self.threshold,
+                                         self.cos_tol, self.region_tol, d.C, d.C2, d.C3, d.RS, d.O_ab, d.O_v,
+                                         d.O_s)
+            if worst > d.C.shape[0]:
+                d.grow(worst)
                 continue
-            if k > self._O_f.shape[0]:
-                self._O_ab = np.empty((2 * k, 2), np.int64)
-                self._O_f = np.empty((2 * k, 19))
+            if k > d.O_s.shape[0]:
+                d.out(2 * k)
                 continue
             break
-        f = self._O_f[:k].copy()
-        ab = self._O_ab[:k].copy()
-        return ContactSet(ab[:, 0], ab[:, 1], f[:, 0:3], f[:, 3:6], f[:, 6], f[:, 13:16], f[:, 16:19],
-                          f[:, 7:10], f[:, 10:13], names=self.table.names)
+        ab = d.O_ab[:, :k].copy()     # column blocks: every column below is a contiguous slice
+        v = d.O_v[:, :k].copy()
+        return ContactSet(ab[0], ab[1], v[0], v[1], d.O_s[:k].copy(), v[4], v[5], v[2], v[3], ab[2], ab[3],
+                          names=self.table.names)
 
-    def _grow(self, n: int) -> None:
-        self._C = np.empty((2 * n, 10))
-        self._C2 = np.empty((2 * n, 10))
-
-    def _candidates(self, X, i: int, j: int) -> np.ndarray:
-        """Raw contact candidates (m, 10) of one pair (see kernels)."""
+    def _candidates(self, X, sa: int, sb: int, d: CollisionData) -> np.ndarray:
+        """Raw contact candidates (m, 10) of one *shape* pair (see kernels); a view of d.C."""
         while True:
-            m = K.pair_candidates(i, j, X, self._P, self.threshold, self._C, self._C2)
-            if m <= self._C.shape[0]:
-                return self._C[:m]
-            self._grow(m)
+            m = K.pair_candidates(sa, sb, X, self._P, self.threshold, d.C, d.C2)
+            if m <= d.C.shape[0]:
+                return d.C[:m]
+            d.grow(m)
 
     # -- FCL-backed queries ------------------------------------------------------------------------
 
-    @property
-    def fcl(self):
-        """The FCL objects (built on first use)."""
-        if self._fcl is None:
-            from .fcl_geometry import FCLObjects
-
-            self._fcl = FCLObjects(self.table.shapes)
-        return self._fcl
-
     def candidate_pairs(self, poses: np.ndarray, margin: float, pairs=None) -> np.ndarray:
-        """(m, 2) pairs whose world bounding boxes are within ``margin`` (m) of each other."""
+        """(m, 2) body pairs whose world bounding boxes are within ``margin`` (m) of each other."""
         X = self.shape_poses(poses)
         pr = self._pairs(pairs)
-        sel = K.broadphase(X, pr, self.pool.lo, self.pool.hi, self._valid, float(margin))
-        return pr[sel]
+        if self._one_to_one:
+            sel = K.broadphase(X, pr, self.pool.lo, self.pool.hi, self._valid, float(margin))
+            return pr[sel]
+        slo, shi = K.world_aabbs(X, self.pool.lo, self.pool.hi, self._svalid)
+        n = len(self._valid)
+        lo, hi = np.full((n, 3), np.inf), np.full((n, 3), -np.inf)
+        np.minimum.at(lo, self._shape_body, slo)
+        np.maximum.at(hi, self._shape_body, shi)
+        a, b = pr[:, 0], pr[:, 1]
+        ok = np.all((lo[a] <= hi[b] + margin) & (lo[b] <= hi[a] + margin), axis=1)
+        return pr[ok]
 
-    def _place(self, X, bodies) -> None:
-        f = self.fcl
+    def _place(self, X, bodies, d: CollisionData) -> None:
+        f = d.fcl
         for b in bodies:
-            f.set_pose(int(b), X[b])
+            for s in self.shapes_of(int(b)):
+                f.set_pose(s, X[s])
+
+    def _sdf_shape(self, X, sa: int, sb: int):
+        """Most negative signed distance of shape sa's tessellation vertices to shape sb.
+
+        Returns (sd, that vertex in world).
+        """
+        V = self.table.shape_list[sa].vertices
+        R, t = X[sb][:3, :3], X[sb][:3, 3]
+        Xa = X[sa]
+        pts_w = V @ Xa[:3, :3].T + Xa[:3, 3]
+        pts = np.ascontiguousarray((pts_w - t) @ R)
+        sd = K.sdf_points(self._P, sb, pts)
+        m = int(np.argmin(sd))
+        return float(sd[m]), pts_w[m]
 
     def _sdf_min(self, X, i: int, j: int):
-        """Most negative signed distance of body i's tessellation vertices to body j's shape.
+        """Most negative signed distance of body i's shapes' tessellation vertices to any of body j's
+        shapes: (sd, that vertex in world, the same vertex)."""
+        best, p = math.inf, None
+        for sa in self.shapes_of(i):
+            for sb in self.shapes_of(j):
+                sd, q = self._sdf_shape(X, sa, sb)
+                if sd < best:
+                    best, p = sd, q
+        return best, p, p
 
-        Returns (sd, vertex in world, nearest surface point on j in world).
-        """
-        s = self.table.shapes[i]
-        V = s.vertices
-        R, t = X[j][:3, :3], X[j][:3, 3]
-        Xi = X[i]
-        pts_w = V @ Xi[:3, :3].T + Xi[:3, 3]
-        pts = np.ascontiguousarray((pts_w - t) @ R)
-        sd = K.sdf_points(self._P, j, pts)
-        m = int(np.argmin(sd))
-        return float(sd[m]), pts_w[m], pts_w[m]
-
-    def _contained(self, X, i: int, j: int) -> bool:
+    def _contained(self, X, sa: int, sb: int) -> bool:
         """Guard for a shape entirely inside another (FCL reports no collision then)."""
-        lo, hi = K.world_aabbs(X, self.pool.lo, self.pool.hi, self._valid)
-        for a, b in ((i, j), (j, i)):
-            if np.all(lo[a] >= lo[b]) and np.all(hi[a] <= hi[b]):
-                s = self.table.shapes[a]
+        lo, hi = K.world_aabbs(X[[sa, sb]], self.pool.lo[[sa, sb]], self.pool.hi[[sa, sb]], np.ones(2, np.bool_))
+        for a, b, ia, ib in ((sa, sb, 0, 1), (sb, sa, 1, 0)):
+            if np.all(lo[ia] >= lo[ib]) and np.all(hi[ia] <= hi[ib]):
+                s = self.table.shape_list[a]
                 p = X[a][:3, :3] @ s.vertices[0] + X[a][:3, 3]
                 q = np.ascontiguousarray(((p - X[b][:3, 3]) @ X[b][:3, :3]).reshape(1, 3))
                 if K.sdf_points(self._P, b, q)[0] < 0:
                     return True
         return False
 
-    def _is_penetrating(self, X, i: int, j: int) -> bool:
+    def _shape_penetrating(self, X, sa: int, sb: int, d: CollisionData) -> bool:
         """FCL collide, except a touching pair (closest candidate not deeper than pen_tol); containment."""
-        if self.fcl.collide(i, j):
-            c = self._candidates(X, i, j)
+        if d.fcl.collide(sa, sb):
+            c = self._candidates(X, sa, sb, d)
             if len(c) == 0:
                 return True
             return bool(c[:, 9].min() < -self.pen_tol)
-        return self._contained(X, i, j)
+        return self._contained(X, sa, sb)
 
-    def penetrating(self, poses: np.ndarray, pairs=None) -> list:
-        """Pairs (i, j) that interpenetrate by more than ``pen_tol`` (touching pairs are not listed)."""
+    def _is_penetrating(self, X, i: int, j: int, d: CollisionData) -> bool:
+        return any(self._shape_penetrating(X, sa, sb, d) for sa in self.shapes_of(i) for sb in self.shapes_of(j))
+
+    def penetrating(self, poses: np.ndarray, pairs=None, *, data: CollisionData | None = None) -> list:
+        """Body pairs (i, j) that interpenetrate by more than ``pen_tol`` (touching pairs are not listed)."""
+        d = self.data if data is None else data
         X = self.shape_poses(poses)
         cand = self.candidate_pairs(poses, 0.0, pairs)
         if len(cand) == 0:
             return []
-        self._place(X, np.unique(cand))
-        return [(int(i), int(j)) for i, j in cand if self._is_penetrating(X, int(i), int(j))]
+        self._place(X, np.unique(cand), d)
+        return [(int(i), int(j)) for i, j in cand if self._is_penetrating(X, int(i), int(j), d)]
 
-    def separations(self, poses: np.ndarray, pairs=None, *, margin: float = 0.01):
+    def separations(self, poses: np.ndarray, pairs=None, *, margin: float = 0.01,
+                    data: CollisionData | None = None):
         """(smallest separation over the pairs, that pair), or (inf, None) when none is within ``margin``.
 
         Separations come from FCL ``distance``; a pair that interpenetrates reports its depth
         estimate as a negative separation (see :meth:`distance`).  Pairs whose bounding boxes are
         farther apart than ``margin`` (m) are not measured.
         """
+        d = self.data if data is None else data
         X = self.shape_poses(poses)
         cand = self.candidate_pairs(poses, margin, pairs)
         best, arg = math.inf, None
         if len(cand) == 0:
             return best, arg
-        self._place(X, np.unique(cand))
+        self._place(X, np.unique(cand), d)
         for i, j in cand:
-            d = self._pair_distance(X, int(i), int(j))[0]
-            if d < best:
-                best, arg = d, (int(i), int(j))
+            dist = self._pair_distance(X, int(i), int(j), d)[0]
+            if dist < best:
+                best, arg = dist, (int(i), int(j))
         return best, arg
 
-    def pair_separations(self, poses: np.ndarray, pairs) -> np.ndarray:
-        """Separation (m) of each given pair (FCL distance; minus the depth estimate if interpenetrating)."""
+    def pair_separations(self, poses: np.ndarray, pairs, *, data: CollisionData | None = None) -> np.ndarray:
+        """Separation (m) of each given body pair (FCL distance; minus the depth estimate if interpenetrating)."""
+        d = self.data if data is None else data
         X = self.shape_poses(poses)
         pr = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        self._place(X, np.unique(pr))
-        return np.array([self._pair_distance(X, int(i), int(j))[0] for i, j in pr])
+        self._place(X, np.unique(pr), d)
+        return np.array([self._pair_distance(X, int(i), int(j), d)[0] for i, j in pr])
 
-    def _pair_distance(self, X, i: int, j: int):
-        if self.fcl.collide(i, j):
-            c = self._candidates(X, i, j)
+    def _shape_distance(self, X, sa: int, sb: int, d: CollisionData):
+        """(distance, point on sa, point on sb) of one shape pair (see :meth:`distance`)."""
+        f = d.fcl
+        if f.collide(sa, sb):
+            c = self._candidates(X, sa, sb, d)
             if len(c) and c[:, 9].min() >= -self.pen_tol:
                 # touching: FCL's distance is 0 with meaningless points; the contact kernel's
                 # closest candidate has the exact pair of surface points
                 k = int(np.argmin(c[:, 9]))
                 return max(float(c[k, 9]), 0.0), c[k, 0:3].copy(), c[k, 3:6].copy()
-        if self._is_penetrating(X, i, j):
-            s1, p1, _ = self._sdf_min(X, i, j)
-            s2, p2, _ = self._sdf_min(X, j, i)
+        if self._shape_penetrating(X, sa, sb, d):
+            s1, p1 = self._sdf_shape(X, sa, sb)
+            s2, p2 = self._sdf_shape(X, sb, sa)
             if s1 <= s2:
                 return min(s1, 0.0), p1, p1
             return min(s2, 0.0), p2, p2
-        d, pi, pj = self.fcl.distance(i, j)
-        return max(d, 0.0), pi, pj
+        dist, pa, pb = f.distance(sa, sb)
+        return max(dist, 0.0), pa, pb
 
-    def distance(self, i: int, j: int, poses: np.ndarray):
-        """(d, p_i, p_j): distance (m) and closest points (world) of bodies i and j (FCL).
+    def _pair_distance(self, X, i: int, j: int, d: CollisionData):
+        """A body pair's distance: the minimum over its shape pairs (with that pair's points)."""
+        best = None
+        for sa in self.shapes_of(i):
+            for sb in self.shapes_of(j):
+                r = self._shape_distance(X, sa, sb, d)
+                if best is None or r[0] < best[0]:
+                    best = r
+        return best
+
+    def distance(self, i: int, j: int, poses: np.ndarray, *, data: CollisionData | None = None):
+        """(d, p_i, p_j): distance (m) and closest points (world) of bodies i and j (FCL; the
+        minimum over their shape pairs).
 
         When they interpenetrate (deeper than ``pen_tol``), ``d`` is minus an estimate of the depth
         (the deepest tessellation vertex of either body inside the other; a lower bound) and both
         points are that vertex.
         """
+        d = self.data if data is None else data
         X = self.shape_poses(poses)
-        self._place(X, (i, j))
-        return self._pair_distance(X, int(i), int(j))
+        self._place(X, (i, j), d)
+        return self._pair_distance(X, int(i), int(j), d)
 
     def penetration_depth(self, i: int, j: int, poses: np.ndarray) -> float:
-        """Depth (m, >= 0) of the deepest tessellation vertex of either body inside the other."""
+        """Depth (m, >= 0) of the deepest tessellation vertex of either body inside the other
+        (of any of one's shapes inside any of the other's)."""
         X = self.shape_poses(poses)
         return max(0.0, -self._sdf_min(X, i, j)[0], -self._sdf_min(X, j, i)[0])
 
@@ -330,5 +450,3 @@ class CollisionModel:
 
     def names(self, i: int) -> str:
         return self.table.names[i]
-
-

@@ -50,6 +50,8 @@ MAX_ROBOTS = 64
 MAX_BODIES = 500
 MAX_WORLD_BODIES = 1000
 MAX_LINKS = 256
+#: collision shapes of one link or object (a URDF link's <collision> elements, a `shapes:` list)
+MAX_SHAPES = 256
 #: most triangles in all the distinct meshes one load reads (a robot, an object, or a world with all
 #: it names); one mesh may hold up to graspsim.meshfile.MAX_TRIANGLES
 MAX_MODEL_TRIANGLES = 300_000

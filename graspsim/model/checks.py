@@ -48,7 +48,12 @@ def start_problems(world: World) -> list[ModelError]:
         return []
     X = live.body_poses()
     cache: dict = {}
-    lo, hi = _boxes(t.shapes, X, cache)
+    S, XS = t.shape_list, X[t.shape_body]          # every shape, at its body's pose
+    slo, shi = _boxes(S, XS, cache)
+    lo, hi = np.full((len(t), 3), np.inf), np.full((len(t), 3), -np.inf)     # a body's: its shapes' union
+    np.minimum.at(lo, t.shape_body, slo)
+    np.maximum.at(hi, t.shape_body, shi)
+    own = lambda b: range(int(t.body_shape_start[b]), int(t.body_shape_start[b] + t.body_shape_count[b]))
     i, j = pairs[:, 0], pairs[:, 1]
     near = np.all((lo[i] <= hi[j] + APART_TOL) & (lo[j] <= hi[i] + APART_TOL), axis=1)
     if near.sum() > MAX_CLOSE_PAIRS:
@@ -59,7 +64,7 @@ def start_problems(world: World) -> list[ModelError]:
     for pair in [tuple(p) for p in pairs[near]] + [None]:
         if pair is not None:
             a, b = pair
-            if apart(t.shapes[a], X[a], t.shapes[b], X[b], cache=(cache, a, b)):
+            if all(apart(S[p], XS[p], S[q], XS[q], cache=(cache, p, q)) for p in own(a) for q in own(b)):
                 continue
             exact += 1
             if exact > MAX_EXACT_PAIRS:
@@ -68,7 +73,7 @@ def start_problems(world: World) -> list[ModelError]:
                                    "(spread the bodies out, or validate with --no-collisions)", file=world.file)]
             todo.append(pair)
         if todo and (len(todo) == 8 or pair is None):      # a few pairs at a time, stopping early
-            todo = _fcl_screen(t.shapes, X, lo, hi, todo)
+            todo = _fcl_screen(S, XS, slo, shi, own, todo)
         if todo and (len(todo) == 8 or pair is None):
             if model is None:
                 from ..collision import model_for
@@ -92,7 +97,7 @@ def start_problems(world: World) -> list[ModelError]:
     return out
 
 
-def _fcl_screen(shapes, X: np.ndarray, lo: np.ndarray, hi: np.ndarray, pairs: list) -> list:
+def _fcl_screen(shapes, X: np.ndarray, lo: np.ndarray, hi: np.ndarray, own, pairs: list) -> list:
     """The pairs FCL cannot clear: FCL's boolean collide is reliable (NOTES-platform), so a pair it
     reports apart is apart unless one body could lie wholly inside the other (FCL tests surfaces), which
     needs one's bounding box inside the other's.  Saves loading the compiled contact kernels (~0.6 s)
@@ -100,18 +105,25 @@ def _fcl_screen(shapes, X: np.ndarray, lo: np.ndarray, hi: np.ndarray, pairs: li
     from ..collision.fcl_geometry import FCLObjects
 
     keep = []
-    for a, b in pairs:
-        objs = FCLObjects([shapes[a], shapes[b]])
-        for k, i in enumerate((a, b)):
-            objs.set_pose(k, X[i] @ shapes[i].X_LS)
-        inside = (np.all(lo[a] >= lo[b]) and np.all(hi[a] <= hi[b])) or (np.all(lo[b] >= lo[a]) and np.all(hi[b] <= hi[a]))
-        if inside or objs.collide(0, 1):
+    for a, b in pairs:           # body pairs; shapes/X/lo/hi per shape, own(body) its shapes
+        for p in own(a):
+            for q in own(b):
+                objs = FCLObjects([shapes[p], shapes[q]])
+                for k, i in enumerate((p, q)):
+                    objs.set_pose(k, X[i] @ shapes[i].X_LS)
+                inside = (np.all(lo[p] >= lo[q]) and np.all(hi[p] <= hi[q])) or (
+                    np.all(lo[q] >= lo[p]) and np.all(hi[q] <= hi[p]))
+                if inside or objs.collide(0, 1):
+                    break
+            else:
+                continue
             keep.append((a, b))
+            break
     return keep
 
 
 def _boxes(shapes, X, cache) -> tuple[np.ndarray, np.ndarray]:
-    """World-axis bounds (N, 3) of every shape (empty bounds for bodies without one)."""
+    """World-axis bounds (n, 3) of every shape (shape k's body at X[k]; empty bounds for None)."""
     n = len(shapes)
     lo, hi = np.full((n, 3), np.inf), np.full((n, 3), -np.inf)
     for k, s in enumerate(shapes):

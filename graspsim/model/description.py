@@ -28,7 +28,7 @@ class Inertial:
 
 @dataclass(frozen=True, eq=False)
 class Visual:
-    """What the viewer draws for a link (a URDF ``<visual>``); contacts use ``Link.shape`` only.
+    """What the viewer draws for a link (a URDF ``<visual>``); contacts use ``Link.shapes`` only.
 
     ``kind`` is box/sphere/cylinder (``size`` as for :class:`~graspsim.geometry.Shape`, metres) or
     mesh (``mesh`` the file, ``scale`` its per-axis scale to metres); ``X_LS`` places it in the link
@@ -43,14 +43,71 @@ class Visual:
     scale: tuple = (1.0, 1.0, 1.0)
 
 
+def _shapes_tuple(v) -> tuple:
+    """A body's collision shapes as a tuple (accepts one Shape or None, as older callers pass)."""
+    if v is None:
+        return ()
+    if isinstance(v, Shape):
+        return (v,)
+    return tuple(v)
+
+
+def merged_shape(shapes: tuple) -> Shape | None:
+    """One shape standing for a body's collision shapes where a single one is wanted.
+
+    None for no shape, the shape itself for one; for several, a mesh (``X_LS`` identity) joining
+    their tessellations in the body frame: what the viewer, picking and bounding code draw or
+    measure.  It has no volume and is not what contacts use (they take every shape by itself).
+    """
+    if not shapes:
+        return None
+    if len(shapes) == 1:
+        return shapes[0]
+    Vs, Fs, n = [], [], 0
+    for s in shapes:
+        X = s.X_LS
+        V = np.asarray(s.vertices, float) @ X[:3, :3].T + X[:3, 3]
+        Vs.append(V)
+        Fs.append(np.asarray(s.faces, np.int64) + n)
+        n += len(V)
+    V, F = np.concatenate(Vs), np.concatenate(Fs)
+    V.flags.writeable = False
+    F.flags.writeable = False
+    return Shape("mesh", (), np.eye(4), None, 0.0, np.zeros(3), np.zeros((3, 3)), False, (V, F))
+
+
+class _Shapes:
+    """``shapes`` (a tuple, normalised at construction) and the one-shape view ``shape``."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "shapes", _shapes_tuple(self.shapes))
+        for s in self.shapes:
+            if not isinstance(s, Shape):
+                raise TypeError(f"shapes must be Shape objects, got {type(s).__name__}")
+
+    @property
+    def shape(self) -> Shape | None:
+        """The single collision shape, None without one; with several, :func:`merged_shape`
+        (for drawing and bounds; collision code reads ``shapes``)."""
+        d = self.__dict__
+        if "_merged" not in d:
+            object.__setattr__(self, "_merged", merged_shape(self.shapes))
+        return d["_merged"]
+
+
 @dataclass(frozen=True, eq=False)
-class Link:
+class Link(_Shapes):
+    """A rigid link: ``shapes`` its collision shapes (each placed by its own ``X_LS`` in the link
+    frame; a URDF link's several ``<collision>`` elements), ``shape_materials`` a material name
+    per shape or None for the link's ``material``."""
+
     name: str
-    shape: Shape | None
+    shapes: tuple
     inertial: Inertial
     material: str
     color: tuple
-    visuals: tuple = ()         # Visual entries (URDF links); empty: the viewer draws ``shape``
+    visuals: tuple = ()         # Visual entries (URDF links); empty: the viewer draws ``shapes``
+    shape_materials: tuple = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,17 +189,19 @@ class Robot:
 
 
 @dataclass(frozen=True, eq=False)
-class Object:
-    """A graspable object or an obstacle: one shape, mass properties and a material."""
+class Object(_Shapes):
+    """A graspable object or an obstacle: its shapes (one or more), mass properties and a material."""
 
     name: str
     file: str
-    shape: Shape
+    shapes: tuple
     inertial: Inertial | None   # None for obstacles that never move
     material: str
     color: tuple
     #: how the mass was found when the file did not say (e.g. the default density); '' otherwise
     mass_note: str = ""
+    #: per shape: a material name, or None for the object's ``material``
+    shape_materials: tuple = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -131,10 +131,49 @@ def _read_shape(r: Reader, m: YMap, key: str, field: str, base: Path) -> Shape |
     if key not in m:
         return None
     f = f"{field}.{key}" if field else key
-    s = r.mapping(m[key], f, m.line_of(key))
+    return _shape_value(r, m[key], f, m.line_of(key), base, SHAPE_KEYS)
+
+
+def _read_shapes(r: Reader, m: YMap, field: str, base: Path):
+    """A link's/object's collision shapes: ``shape:`` (one) or ``shapes:`` (a list, each entry a
+    shape with its own ``origin`` and optional ``material``).
+
+    Returns (shapes, per-shape material or None, ok); ok is False when an entry was bad (its
+    error is reported).
+    """
+    if "shape" in m and "shapes" in m:
+        r.error(m.line_of("shapes"), f"{field}.shapes" if field else "shapes", "give either 'shape' or 'shapes', not both")
+        return (), (), False
+    if "shape" in m:
+        s = _read_shape(r, m, "shape", field, base)
+        return ((s,), (None,), True) if s is not None else ((), (), False)
+    if "shapes" not in m:
+        return (), (), True
+    f = f"{field}.shapes" if field else "shapes"
+    seq = r.sequence(m["shapes"], f, m.line_of("shapes"))
+    if seq is None:
+        return (), (), False
+    if not len(seq):
+        r.error(m.line_of("shapes"), f, "a list of at least one shape")
+        return (), (), False
+    shapes, mats, ok = [], [], True
+    for i, v in enumerate(_count(r, seq, f, m.line_of("shapes"), B.MAX_SHAPES, "shapes")):
+        fi = f"{f}[{i}]"
+        sm = r.mapping(v, fi, seq.line_of(i))
+        s = None if sm is None else _shape_value(r, sm, fi, seq.line_of(i), base, SHAPE_KEYS + ["material"])
+        if s is None:
+            ok = False
+            continue
+        shapes.append(s)
+        mats.append(r.string(sm, "material", fi) if "material" in sm else None)
+    return tuple(shapes), tuple(mats), ok and len(shapes) == len(seq)
+
+
+def _shape_value(r: Reader, v, f: str, line, base: Path, keys: list) -> Shape | None:
+    s = r.mapping(v, f, line)
     if s is None:
         return None
-    r.check_keys(s, f, SHAPE_KEYS)
+    r.check_keys(s, f, keys)
     kinds = [k for k in list(PRIMITIVES) + ["mesh"] if k in s]
     if len(kinds) != 1:
         r.error(s.line, f, "give exactly one of box, sphere, cylinder, capsule or mesh"
@@ -217,8 +256,13 @@ def _read_shape(r: Reader, m: YMap, key: str, field: str, base: Path) -> Shape |
     return make_primitive(kind, (rad, ln), X)
 
 
-def _read_inertial(r: Reader, m: YMap, field: str, shape: Shape | None, *, required: bool) -> Inertial | None:
-    """mass or density (one required), optional com and inertia [ixx, iyy, izz, ixy, ixz, iyz]."""
+def _read_inertial(r: Reader, m: YMap, field: str, shape, *, required: bool) -> Inertial | None:
+    """mass or density (one required), optional com and inertia [ixx, iyy, izz, ixy, ixz, iyz].
+
+    ``shape``: the one shape missing values are derived from, None, or a tuple of several shapes
+    (then mass, com and inertia must all be given: overlapping shapes have no one volume).
+    """
+    several = isinstance(shape, tuple)
     has_mass, has_density = "mass" in m, "density" in m
     if has_mass and has_density:
         r.error(m.line_of("density"), f"{field}.density" if field else "density",
@@ -249,8 +293,14 @@ def _read_inertial(r: Reader, m: YMap, field: str, shape: Shape | None, *, requi
     if com is not None and inertia is not None and mass is not None:
         return _checked_inertial(r, m, fld, mass, com, inertia)
     # derive what is missing from the shape with uniform density
+    if several:
+        miss = [k for k, x in (("mass", mass), ("com", com), ("inertia", inertia)) if x is None]
+        r.error(m.line_of("shapes"), f"{fld}.shapes" if fld else "shapes",
+                f"with several shapes give 'mass', 'com' and 'inertia' (missing {', '.join(repr(k) for k in miss)}): "
+                "overlapping shapes have no single volume to derive them from")
+        return None
     where = f"{fld}.shape" if fld else "shape"
-    if shape is None and "shape" in m:
+    if shape is None and ("shape" in m or "shapes" in m):
         return None  # the shape's own error is already reported
     if shape is None:
         r.error(m.line, where, "no shape to compute the centre of mass and inertia from; give 'com' and 'inertia'")
@@ -320,7 +370,7 @@ def _angle_or_travel(kind: str | None) -> tuple:
 
 ROBOT_KEYS = ["robot", "units", "links", "joints", "dofs", "base", "palm", "approach", "eigengrasps",
               "no_collide", "description"]
-LINK_KEYS = ["name", "shape", "mass", "density", "com", "inertia", "material", "color"]
+LINK_KEYS = ["name", "shape", "shapes", "mass", "density", "com", "inertia", "material", "color"]
 JOINT_KEYS = ["name", "type", "parent", "child", "origin", "dh", "axis", "limits", "friction"]
 DOF_KEYS = ["name", "joints", "kind", "breakaway_torque", "kp", "kd", "effort", "velocity", "limits", "default"]
 
@@ -360,10 +410,10 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
         if lname in link_lines:
             r.error(lm.line_of("name"), f"{f}.name", f"duplicate link name '{lname}' (first at line {link_lines[lname]})")
         link_lines[lname] = lm.line_of("name")
-        shape = _read_shape(r, lm, "shape", f, base)
-        inertial = _read_inertial(r, lm, f, shape, required=True)
-        links.append(Link(lname, shape, inertial or Inertial(1.0, _ro(np.zeros(3)), _ro(np.eye(3))),
-                          _read_material(r, lm, f), _read_color(r, lm, f)))
+        shapes, smats, ok = _read_shapes(r, lm, f, base)
+        inertial = _read_inertial(r, lm, f, _mass_shape(shapes, ok), required=True)
+        links.append(Link(lname, shapes, inertial or Inertial(1.0, _ro(np.zeros(3)), _ro(np.eye(3))),
+                          _read_material(r, lm, f), _read_color(r, lm, f), shape_materials=smats))
     if seq is not None and not links:
         r.error(top.line_of("links"), "links", "a robot needs at least one link")
     link_index = {l.name: i for i, l in enumerate(links)}
@@ -670,17 +720,25 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
 
 # -- objects --------------------------------------------------------------------------------
 
-OBJECT_KEYS = ["object", "units", "shape", "mass", "density", "com", "inertia", "material", "color", "description"]
+OBJECT_KEYS = ["object", "units", "shape", "shapes", "mass", "density", "com", "inertia", "material", "color", "description"]
 
 
 def _object_from_map(r: Reader, m: YMap, field: str, base: Path, name: str, file: str, *,
                      need_mass: bool) -> Object | None:
-    shape = _read_shape(r, m, "shape", field, base)
-    if shape is None and "shape" not in m:
+    shapes, smats, ok = _read_shapes(r, m, field, base)
+    if "shape" not in m and "shapes" not in m:
         r.error(m.line, f"{field}.shape" if field else "shape", "missing required key 'shape'")
+    shape = _mass_shape(shapes, ok)
     inertial = _read_inertial(r, m, field, shape, required=need_mass) if shape is not None or need_mass else None
-    return Object(name, file, shape, inertial, _read_material(r, m, field), _read_color(r, m, field)) \
-        if shape is not None else None
+    return Object(name, file, shapes, inertial, _read_material(r, m, field), _read_color(r, m, field),
+                  shape_materials=smats) if shapes and ok else None
+
+
+def _mass_shape(shapes: tuple, ok: bool):
+    """What :func:`_read_inertial` derives mass properties from: the one shape, None, or the tuple."""
+    if not ok or not shapes:
+        return None
+    return shapes[0] if len(shapes) == 1 else shapes
 
 
 @_one_load
@@ -706,7 +764,7 @@ def load_object(path: str | Path, *, _data=None, need_mass: bool = True) -> Obje
 WORLD_KEYS = ["world", "units", "gravity", "dt", "contact_threshold", "materials", "robots", "objects",
               "obstacles", "disable_collisions", "description"]
 ROBOT_INST_KEYS = ["name", "file", "pose", "mount", "base", "dofs"]
-BODY_INST_KEYS = ["name", "file", "pose", "material", "mass", "shape", "density", "com", "inertia", "color"]
+BODY_INST_KEYS = ["name", "file", "pose", "material", "mass", "shape", "shapes", "density", "com", "inertia", "color"]
 
 
 MODEL_SUFFIXES = (".yaml", ".yml")
@@ -915,8 +973,8 @@ def load_world(path: str | Path, *, _data=None) -> World:
             if om is None:
                 continue
             r.check_keys(om, f, BODY_INST_KEYS)
-            if ("file" in om) == ("shape" in om):
-                r.error(om.line, f, "give either 'file' (an object file) or an inline 'shape'")
+            if ("file" in om) == ("shape" in om or "shapes" in om):
+                r.error(om.line, f, "give either 'file' (an object file) or an inline 'shape' (or 'shapes')")
                 continue
             if "file" in om:
                 opath = _model_file(r, om, f, base, "object")
@@ -944,8 +1002,8 @@ def load_world(path: str | Path, *, _data=None) -> World:
                         r.error(om.line_of(k), f"{f}.{k}", f"'{k}' belongs in the object file '{fname}'")
                 oname = r.string(om, "name", f, default=obj.name)
                 if "material" in om:
-                    obj = Object(obj.name, obj.file, obj.shape, obj.inertial, _read_material(r, om, f), obj.color,
-                                 obj.mass_note)
+                    obj = Object(obj.name, obj.file, obj.shapes, obj.inertial, _read_material(r, om, f), obj.color,
+                                 obj.mass_note, obj.shape_materials)
             else:
                 oname = r.string(om, "name", f, required=True)
                 obj = _object_from_map(r, om, f, base, oname or f"{key}{i}", str(path), need_mass=dynamic)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ModelError, ModelErrors, ModelWarning, did_you_mean
 from ..geometry import Shape, load_mesh_shape, make_primitive
+from . import bounds as B
 from .description import DOF, FIXED, PRISMATIC, REVOLUTE, Inertial, Joint, Link, Robot, Visual
 from .package_path import resolve
 from .urdf import UrdfDoc
@@ -164,14 +165,14 @@ def build_robot(doc: UrdfDoc, spec: HandSpec | None = None) -> Robot:
 
 def _link(doc: UrdfDoc, lu, spec: HandSpec, err: _Errors) -> Link:
     name = lu.name
-    shape = None
-    if len(lu.collisions) > 1:
-        err.urdf(doc.elements.get((name, "collision", 1)), f"link '{name}'/collision",
-                 f"{len(lu.collisions)} <collision> elements: graspsim links have one collision shape for now "
-                 "(merge them into one mesh, or split the link)")
-    elif lu.collisions:
-        c = lu.collisions[0]
-        shape = _shape(doc, name, "collision", 0, c.geometry, c.origin, err, closed=True)
+    if len(lu.collisions) > B.MAX_SHAPES:
+        err.urdf(doc.elements.get((name, "collision", B.MAX_SHAPES)), f"link '{name}'/collision",
+                 f"{len(lu.collisions)} <collision> elements; at most {B.MAX_SHAPES} per link")
+        shapes = ()
+    else:   # every <collision> element is one of the link's shapes
+        shapes = tuple(_shape(doc, name, "collision", i, c.geometry, c.origin, err, closed=True)
+                       for i, c in enumerate(lu.collisions))
+        shapes = tuple(x for x in shapes if x is not None)
     visuals = []
     for i, v in enumerate(lu.visuals):
         if (name, i) in doc.skip_visuals:
@@ -180,9 +181,22 @@ def _link(doc: UrdfDoc, lu, spec: HandSpec, err: _Errors) -> Link:
         if vis is not None:
             visuals.append(vis)
     color = visuals[0].color if visuals else DEFAULT_COLOR
-    inertial = _inertial(doc, lu, shape, spec, err)
+    inertial = _inertial(doc, lu, shapes, spec, err)
     material = spec.link_materials.get(name, spec.material)
-    return Link(name, shape, inertial, material, color, visuals=tuple(visuals))
+    return Link(name, shapes, inertial, material, color, visuals=tuple(visuals))
+
+
+def _shapes_mass_properties(shapes: tuple, density: float):
+    """(mass, com, inertia about the com) of uniform-density shapes taken as disjoint (overlaps
+    count twice: URDF collision elements of one link rarely overlap much)."""
+    parts = [s.mass_properties(density=density) for s in shapes]
+    m = sum(p[0] for p in parts)
+    c = sum(p[0] * p[1] for p in parts) / m
+    I = np.zeros((3, 3))
+    for mk, ck, Ik in parts:
+        d = ck - c
+        I += Ik + mk * (np.dot(d, d) * np.eye(3) - np.outer(d, d))   # parallel-axis theorem
+    return m, c, I
 
 
 def _geometry_line(doc: UrdfDoc, link: str, kind: str, i: int) -> int | None:
@@ -271,8 +285,9 @@ def _material_colors(doc: UrdfDoc) -> dict:
             for m in mats if m.name and m.color is not None and m.color.rgba is not None}
 
 
-def _inertial(doc: UrdfDoc, lu, shape: Shape | None, spec: HandSpec, err: _Errors) -> Inertial:
+def _inertial(doc: UrdfDoc, lu, shapes: tuple, spec: HandSpec, err: _Errors) -> Inertial:
     name = lu.name
+    solid = bool(shapes) and all(s.volume > 0 for s in shapes)
     iu = lu.inertial
     line = doc.elements.get((name, "inertial", 0), doc.link_lines[name])
     mass = float(iu.mass) if iu is not None and iu.mass is not None else 0.0
@@ -286,8 +301,9 @@ def _inertial(doc: UrdfDoc, lu, shape: Shape | None, spec: HandSpec, err: _Error
         if ev[0] <= 0 and ev[0] >= -1e-12 * max(ev[2], 1e-300) or not np.any(I_u):
             # zero or singular (a point mass, a rod): the dynamics needs a positive definite
             # inertia; take the collision shape's at this mass (about its own centroid)
-            use_shape = shape is not None and shape.volume > 0
-            I = shape.mass_properties(mass=mass)[2] if use_shape else mass * MASSLESS_GYRATION ** 2 * np.eye(3)
+            use_shape = solid
+            I = (_shapes_mass_properties(shapes, 1.0)[2] * mass / _shapes_mass_properties(shapes, 1.0)[0]
+                 if use_shape else mass * MASSLESS_GYRATION ** 2 * np.eye(3))
             warnings.warn(ModelWarning(f"{doc.file}:{line}: link '{name}'/inertial/inertia: singular (principal "
                                        f"moments {moments}); using "
                                        f"{'its collision shape' if use_shape else 'a 1 cm radius of gyration'}"
@@ -302,13 +318,14 @@ def _inertial(doc: UrdfDoc, lu, shape: Shape | None, spec: HandSpec, err: _Error
                                        f"{moments} violate the triangle inequality (no real body has them); "
                                        "used as given"), stacklevel=4)
         return Inertial(mass, _ro(X[:3, 3]), _ro(0.5 * (I + I.T)))
-    if iu is None and shape is not None and shape.volume > 0:
-        # no <inertial>: uniform density over the collision shape (a hull if the mesh is open)
-        m, c, I = shape.mass_properties(density=spec.density)
-        if id(shape) in err.hulls:
-            warnings.warn(ModelWarning(f"{doc.file}:{doc.link_lines[name]}: link '{name}': no <inertial>; mass "
-                                       f"properties from the convex hull of the open mesh {shape.source} "
-                                       f"at {spec.density:g} kg/m^3"), stacklevel=4)
+    if iu is None and solid:
+        # no <inertial>: uniform density over the collision shapes (a hull if a mesh is open)
+        m, c, I = _shapes_mass_properties(shapes, spec.density)
+        for shape in shapes:
+            if id(shape) in err.hulls:
+                warnings.warn(ModelWarning(f"{doc.file}:{doc.link_lines[name]}: link '{name}': no <inertial>; mass "
+                                           f"properties from the convex hull of the open mesh {shape.source} "
+                                           f"at {spec.density:g} kg/m^3"), stacklevel=4)
         return Inertial(m, _ro(c), _ro(I))
     # a massless frame (mass 0 or no <inertial> and no geometry): a light placeholder body
     com = np.zeros(3) if iu is None or iu.origin is None else np.asarray(iu.origin, float)[:3, 3]
@@ -448,7 +465,7 @@ def _touching_at_default(links: list, joints: list, dofs: list, skip: set) -> se
     from .. import kinematics
     from ..collision.fcl_geometry import FCLObjects
 
-    idx = [i for i, l in enumerate(links) if l.shape is not None]
+    idx = [i for i, l in enumerate(links) if l.shapes]
     if len(idx) < 2:
         return set()
     parent_joint = [-1] * len(links)
@@ -460,13 +477,17 @@ def _touching_at_default(links: list, joints: list, dofs: list, skip: set) -> se
                 dof_index={}, parent_joint=tuple(parent_joint))
     q = kinematics.joint_values(tmp, np.array([d.default for d in dofs]))
     X = kinematics.forward_kinematics(tmp, q)
-    objs = FCLObjects([l.shape for l in links])
-    for i in idx:
-        objs.set_pose(i, X[i] @ links[i].shape.X_LS)
+    flat = [(i, s) for i in idx for s in links[i].shapes]
+    objs = FCLObjects([s for _, s in flat])
+    owned = {}
+    for k, (i, s) in enumerate(flat):
+        objs.set_pose(k, X[i] @ s.X_LS)
+        owned.setdefault(i, []).append(k)
     out = set()
     for a in idx:
         for b in idx:
-            if a < b and frozenset((a, b)) not in skip and objs.collide(a, b):
+            if a < b and frozenset((a, b)) not in skip and any(
+                    objs.collide(p, q) for p in owned[a] for q in owned[b]):
                 out.add(frozenset((a, b)))
     return out
 

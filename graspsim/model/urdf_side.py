@@ -217,8 +217,7 @@ def _key(path: Path | None):
 def _files_of(robot: Robot) -> list[str]:
     out = []
     for l in robot.links:
-        if l.shape is not None and l.shape.source:
-            out.append(l.shape.source)
+        out.extend(s.source for s in l.shapes if s.source)
         out.extend(v.mesh for v in l.visuals if v.mesh)
     return out
 
