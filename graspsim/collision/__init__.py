@@ -23,22 +23,21 @@ from .model import CollisionData, CollisionModel, ContactSet
 __all__ = ["CollisionModel", "CollisionData", "ContactSet", "Contact", "find_contacts", "check_interpenetration", "closest_points",
            "localize_impact", "localize_joint_limit", "model_for", "CollisionError", "PairView"]
 
-_MODELS: dict = {}
-
-
 def model_for(world, threshold: float | None = None) -> CollisionModel:
-    """A :class:`CollisionModel` for the world's body table (cached per table and threshold, per process).
+    """A :class:`CollisionModel` for the world's body table (cached on the table, per threshold).
 
     ``threshold`` defaults to the world's ``contact_threshold`` (0.1 mm unless the file says otherwise).
+    The cache lives on the (immutable) table, so models go when their table does.
     """
     thr = float(world.description.contact_threshold if threshold is None else threshold)
     table = world.table
-    key = (id(table), thr)
-    hit = _MODELS.get(key)
-    if hit is not None and hit.table is table:
-        return hit
-    m = CollisionModel(table, thr)
-    _MODELS[key] = m
+    models = table.__dict__.get("_collision_models")
+    if models is None:
+        models = {}
+        object.__setattr__(table, "_collision_models", models)
+    m = models.get(thr)
+    if m is None:
+        m = models[thr] = CollisionModel(table, thr)
     return m
 
 

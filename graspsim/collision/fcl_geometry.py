@@ -1,8 +1,9 @@
 """FCL geometry of every shape, built once per process, and FCL collision objects per model.
 
 FCL objects are not picklable and python-fcl holds the GIL, so each process (and each
-:class:`~graspsim.collision.CollisionModel`) builds its own objects; the geometry itself (BVHs cost
-milliseconds) is cached per :class:`~graspsim.geometry.Shape` object.  Primitives map to FCL
+:class:`~graspsim.collision.CollisionData`) builds its own objects; the geometry itself (BVHs cost
+milliseconds) is cached by content (:func:`~graspsim.collision.pool.content_key`) in a
+least-recently-used cache with a byte budget.  Primitives map to FCL
 primitives with the same conventions (centred, axis along z); meshes become ``BVHModel`` (OBBRSS).
 
 Only FCL's boolean ``collide`` and ``distance`` (with nearest points) are used: its contact points,
@@ -10,9 +11,14 @@ normals and depths for meshes are unreliable (see docs/collision.md).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-_GEOM: dict[int, tuple] = {}
+from .pool import ContentCache, content_key
+
+#: bytes (estimated: BVH of a mesh ~ 3x its arrays) of FCL geometry kept (GRASPSIM_GEOMETRY_CACHE_MB)
+CACHE = ContentCache(int(float(os.environ.get("GRASPSIM_GEOMETRY_CACHE_MB", "256")) * 2 ** 20))
 
 
 def _fcl():
@@ -22,10 +28,12 @@ def _fcl():
 
 
 def fcl_geometry(shape):
-    """The FCL geometry of ``shape`` (cached per shape object)."""
-    hit = _GEOM.get(id(shape))
-    if hit is not None and hit[0] is shape:
-        return hit[1]
+    """The FCL geometry of ``shape`` (cached by content)."""
+    n = 3 * (shape.vertices.nbytes + shape.faces.nbytes) if shape.kind == "mesh" else 64
+    return CACHE.get(content_key(shape), lambda: _build(shape), lambda g: n)
+
+
+def _build(shape):
     fcl = _fcl()
     k, s = shape.kind, shape.size
     if k == "box":
@@ -43,7 +51,6 @@ def fcl_geometry(shape):
         g.beginModel(len(V), len(F))
         g.addSubModel(V, F)
         g.endModel()
-    _GEOM[id(shape)] = (shape, g)
     return g
 
 

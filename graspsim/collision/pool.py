@@ -1,7 +1,9 @@
 """Contact geometry of every shape, packed once into flat arrays for the numba kernels.
 
-Each :class:`~graspsim.geometry.Shape` gets a :class:`ShapeGeometry` (cached per shape object for
-the life of the process; shapes are immutable and shared, e.g. by the three Barrett fingers):
+Each :class:`~graspsim.geometry.Shape` gets a :class:`ShapeGeometry`, cached by content (:func:`content_key`:
+the kind and parameters of a primitive, the SHA-1 of a mesh's vertex and face arrays) in a
+least-recently-used cache with a byte budget (:class:`ContentCache`), so equal shapes share one entry
+and an object set of a thousand meshes does not keep every one alive:
 
 * exact primitive parameters (``kind``, ``radius``, ``half``: half extents for a box, half-length
   of the axis for a capsule/cylinder) and its axis-aligned bounds in the shape frame S;
@@ -13,10 +15,14 @@ the life of the process; shapes are immutable and shared, e.g. by the three Barr
   and edges (Baerentzen & Aanaes 2005), which give the sign of the distance of a point to a closed
   mesh from the nearest feature alone.
 
-:class:`GeometryPool` concatenates the geometries of a body table (body order) into flat arrays.
+:class:`GeometryPool` concatenates the geometries of a table's shapes (flat shape order) into flat arrays.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,17 +63,79 @@ class ShapeGeometry:
     CLhi: np.ndarray
 
 
-_CACHE: dict[int, tuple] = {}
+def content_key(shape) -> tuple:
+    """What a shape's geometry in its own frame depends on: ``(kind, size)`` for a primitive,
+    ``("mesh", SHA-1 of the vertex and face arrays)`` for a mesh (its scale is in the vertices).
+    ``X_LS`` is not part of it: geometry is cached in the shape frame.  Memoised on the shape
+    (immutable), so a mesh is hashed once."""
+    k = shape.__dict__.get("_content_key")
+    if k is None:
+        if shape.kind == "mesh":
+            h = hashlib.sha1()
+            for a, dt in ((shape.vertices, np.float64), (shape.faces, np.int64)):
+                a = np.ascontiguousarray(a, dtype=dt)
+                h.update(str(a.shape).encode())
+                h.update(a.tobytes())
+            k = ("mesh", h.hexdigest())
+        else:
+            k = (shape.kind, tuple(float(x) for x in shape.size))
+        object.__setattr__(shape, "_content_key", k)
+    return k
+
+
+class ContentCache:
+    """Least-recently-used map from a content key to a value, bounded by the values' total bytes.
+
+    ``get(key, build, size)``: the cached value, or ``build()`` stored with ``size(value)`` bytes;
+    the least recently used entries are dropped while the total exceeds ``budget`` (the newest
+    entry always stays).  Thread-safe.
+    """
+
+    def __init__(self, budget: int):
+        self.budget = int(budget)
+        self._d: OrderedDict = OrderedDict()
+        self.nbytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def get(self, key, build, size):
+        with self._lock:
+            hit = self._d.get(key)
+            if hit is not None:
+                self._d.move_to_end(key)
+                return hit[0]
+        v = build()
+        n = int(size(v))
+        with self._lock:
+            if key in self._d:               # built meanwhile by another thread
+                return self._d[key][0]
+            self._d[key] = (v, n)
+            self.nbytes += n
+            while self.nbytes > self.budget and len(self._d) > 1:
+                _, (_, m) = self._d.popitem(last=False)
+                self.nbytes -= m
+        return v
+
+    def clear(self) -> None:
+        with self._lock:
+            self._d.clear()
+            self.nbytes = 0
+
+
+#: bytes of contact geometry kept for shapes no model uses any more (GRASPSIM_GEOMETRY_CACHE_MB)
+CACHE_BUDGET = int(float(os.environ.get("GRASPSIM_GEOMETRY_CACHE_MB", "256")) * 2 ** 20)
+CACHE = ContentCache(CACHE_BUDGET)
+
+
+def _nbytes(g: ShapeGeometry) -> int:
+    return sum(getattr(g, f).nbytes for f in g.__dataclass_fields__ if isinstance(getattr(g, f), np.ndarray))
 
 
 def shape_geometry(shape) -> ShapeGeometry:
-    """The (cached) contact geometry of ``shape`` (keyed by object identity; shapes are immutable)."""
-    hit = _CACHE.get(id(shape))
-    if hit is not None and hit[0] is shape:
-        return hit[1]
-    g = _build(shape)
-    _CACHE[id(shape)] = (shape, g)
-    return g
+    """The contact geometry of ``shape`` (cached by :func:`content_key`; shapes are immutable)."""
+    return CACHE.get(content_key(shape), lambda: _build(shape), _nbytes)
 
 
 def _prism(r: float, hl: float, n: int):
@@ -207,7 +275,7 @@ def _build(shape) -> ShapeGeometry:
 
 
 class GeometryPool:
-    """Flat arrays of the contact geometry of every body of a table (index = body index).
+    """Flat arrays of the contact geometry of a list of shapes (index = shape index; None: no geometry).
 
     Triangle, edge and vertex indices are global (offsets into the concatenated arrays).
     """
