@@ -50,6 +50,10 @@ class BodyTable:
     def __len__(self) -> int:
         return len(self.names)
 
+    def __getstate__(self):
+        # the collision models cached on the table (collision.model_for) stay in their process
+        return {k: v for k, v in self.__dict__.items() if k != "_collision_models"}
+
 
 @lru_cache(maxsize=32)
 def body_table(world: World) -> BodyTable:
