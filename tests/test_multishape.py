@@ -322,3 +322,36 @@ def test_fuzz_mutated_multi_shape_models(tmp_path):
         except ModelError as e:
             check_clean(e, out)
         assert time.perf_counter() - t0 < 5.0
+
+
+def test_dropped_two_box_object_rests_on_both_boxes(tmp_path):
+    """A dumbbell of two 4 cm boxes 10 cm apart (one body, two shapes), dropped 5 mm onto the table:
+    it rests level on both boxes (4 corners each within (0, threshold]), at rest, the contact
+    forces carrying its weight m g, split equally between the boxes (com midway, by symmetry)."""
+    from graspsim.dynamics import Simulator
+
+    w = graspsim.load_world(_write(tmp_path / "w.yaml", f"""world: w
+objects:
+  - name: db
+    shapes: [{{box: [0.04, 0.04, 0.04], origin: {{xyz: [-0.05, 0, 0]}}}}, {{box: [0.04, 0.04, 0.04], origin: {{xyz: [0.05, 0, 0]}}}}]
+    mass: 0.3
+    com: [0, 0, 0]
+    inertia: [8e-5, 8.3e-4, 8.3e-4, 0, 0, 0]
+    material: wood
+    pose: {{xyz: [0, 0, 0.025]}}
+obstacles:
+  - {TABLE}
+"""))
+    sim = Simulator(w)
+    sim.run(1.0)
+    X = sim.body_pose("db")
+    corners = np.array([[x + sx * 0.02, sy * 0.02, -0.02] for x in (-0.05, 0.05) for sx in (-1, 1) for sy in (-1, 1)])
+    z = (corners @ X[:3, :3].T + X[:3, 3])[:, 2]
+    assert np.all(z > -1e-6) and np.all(z <= 1e-4) and np.ptp(z) < 1e-6
+    assert np.abs(sim.body_velocity("db")).max() < 1e-6
+    c, f = sim.contacts, sim.contact_forces
+    i = sim.table.index["db"]
+    assert set(c.shape_a[c.body_a == i].tolist()) == {0, 1}
+    assert f[c.body_a == i].sum(0)[2] == pytest.approx(-0.3 * 9.81, rel=1e-6)   # reported on body_b
+    per_box = [f[(c.body_a == i) & (c.shape_a == s)].sum(0)[2] for s in (0, 1)]
+    assert per_box[0] == pytest.approx(per_box[1], rel=1e-3)

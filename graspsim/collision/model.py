@@ -175,10 +175,12 @@ class CollisionModel:
         self._P = self.pool.arrays()
         n = len(table)
         self._svalid = self.pool.kind != NONE
-        self._X_LS = np.ascontiguousarray(table.shape_X_LS, dtype=float).reshape(-1, 4, 4)
-        self._shape_body = np.ascontiguousarray(table.shape_body, dtype=np.int64)
-        self._bstart = np.ascontiguousarray(table.body_shape_start, dtype=np.int64)
-        self._bcount = np.ascontiguousarray(table.body_shape_count, dtype=np.int64)
+        # writable copies of the table's read-only arrays: numba types read-only arrays apart
+        # (another compiled signature), and every other kernel argument is writable
+        self._X_LS = np.array(table.shape_X_LS, dtype=float).reshape(-1, 4, 4)
+        self._shape_body = np.array(table.shape_body, dtype=np.int64)
+        self._bstart = np.array(table.body_shape_start, dtype=np.int64)
+        self._bcount = np.array(table.body_shape_count, dtype=np.int64)
         self._valid = self._bcount > 0
         # one shape per body in body order (every world before multi-shape bodies): shape poses
         # are the body poses times X_LS, with no gather
