@@ -303,6 +303,10 @@ class CollisionModel:
 
     def _place(self, X, bodies, d: CollisionData) -> None:
         f = d.fcl
+        if self._one_to_one:
+            for b in bodies:
+                f.set_pose(b, X[b])
+            return
         for b in bodies:
             for s in self.shapes_of(int(b)):
                 f.set_pose(s, X[s])
@@ -324,6 +328,9 @@ class CollisionModel:
     def _sdf_min(self, X, i: int, j: int):
         """Most negative signed distance of body i's shapes' tessellation vertices to any of body j's
         shapes: (sd, that vertex in world, the same vertex)."""
+        if self._one_to_one:
+            sd, q = self._sdf_shape(X, i, j)
+            return sd, q, q
         best, p = math.inf, None
         for sa in self.shapes_of(i):
             for sb in self.shapes_of(j):
@@ -334,9 +341,9 @@ class CollisionModel:
 
     def _contained(self, X, sa: int, sb: int) -> bool:
         """Guard for a shape entirely inside another (FCL reports no collision then)."""
-        lo, hi = K.world_aabbs(X[[sa, sb]], self.pool.lo[[sa, sb]], self.pool.hi[[sa, sb]], np.ones(2, np.bool_))
-        for a, b, ia, ib in ((sa, sb, 0, 1), (sb, sa, 1, 0)):
-            if np.all(lo[ia] >= lo[ib]) and np.all(hi[ia] <= hi[ib]):
+        lo, hi = K.world_aabbs(X, self.pool.lo, self.pool.hi, self._svalid)
+        for a, b in ((sa, sb), (sb, sa)):
+            if np.all(lo[a] >= lo[b]) and np.all(hi[a] <= hi[b]):
                 s = self.table.shape_list[a]
                 p = X[a][:3, :3] @ s.vertices[0] + X[a][:3, 3]
                 q = np.ascontiguousarray(((p - X[b][:3, 3]) @ X[b][:3, :3]).reshape(1, 3))
@@ -354,6 +361,8 @@ class CollisionModel:
         return self._contained(X, sa, sb)
 
     def _is_penetrating(self, X, i: int, j: int, d: CollisionData) -> bool:
+        if self._one_to_one:
+            return self._shape_penetrating(X, i, j, d)
         return any(self._shape_penetrating(X, sa, sb, d) for sa in self.shapes_of(i) for sb in self.shapes_of(j))
 
     def penetrating(self, poses: np.ndarray, pairs=None, *, data: CollisionData | None = None) -> list:
@@ -416,6 +425,8 @@ class CollisionModel:
 
     def _pair_distance(self, X, i: int, j: int, d: CollisionData):
         """A body pair's distance: the minimum over its shape pairs (with that pair's points)."""
+        if self._one_to_one:
+            return self._shape_distance(X, i, j, d)
         best = None
         for sa in self.shapes_of(i):
             for sb in self.shapes_of(j):
