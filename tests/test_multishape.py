@@ -172,8 +172,13 @@ def test_bad_shapes_give_one_clear_error(tmp_path, body, field, words):
 
 # -- URDF ---------------------------------------------------------------------------------------
 
-#: pybullet_data robots with links of several <collision> elements (a load error before)
-MULTI = ["pr2_gripper.urdf", "sphere8cube.urdf", "tray/traybox.urdf", "quadruped/minitaur_v1.urdf"]
+#: every pybullet_data URDF (random_urdfs aside) with a link of several <collision> elements that
+#: loads (each was a load error before); bicycle/bike.urdf, quadruped/minitaur.urdf and
+#: quadruped/microtaur/microtaur.urdf are refused for other reasons (a comma-separated xyz, a 4-number rpy, a
+#: revolute joint without limits), as before
+MULTI = ["pr2_gripper.urdf", "sphere8cube.urdf", "tray/traybox.urdf"] + [
+    f"quadruped/minitaur_{v}.urdf" for v in ("v1", "derpy", "fixed_all", "fixed_knees", "rainbow_dash",
+                                              "rainbow_dash_v1", "single_motor")]
 
 
 def _load(path):
