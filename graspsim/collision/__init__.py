@@ -20,7 +20,8 @@ from .distance import closest_points
 from .localize import PairView, localize_impact, localize_joint_limit
 from .model import CollisionData, CollisionModel, ContactSet
 
-__all__ = ["CollisionModel", "CollisionData", "ContactSet", "Contact", "find_contacts", "check_interpenetration", "closest_points",
+__all__ = ["CollisionModel", "CollisionData", "ContactSet", "Contact", "find_contacts", "check_interpenetration",
+           "closest_points",
            "localize_impact", "localize_joint_limit", "model_for", "CollisionError", "PairView"]
 
 def model_for(world, threshold: float | None = None) -> CollisionModel:

@@ -745,7 +745,8 @@ def _write(C, i, ia, ib, sa, sb, RS, O_ab, O_v, O_s, k):
 @njit(cache=True)
 def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
     """Group C[:m] (the candidates of body pair (ia, ib), all from shape pair (sa, sb), or, when
-    sa < 0, from several: RS[row] = the row's shapes) by normal, reduce each group, append to the outputs from row k; return new k.
+    sa < 0, from several: RS[row] = the row's shapes) by normal, reduce each group, append to the
+    outputs from row k; return new k.
 
     Per group (points clustered within region_tol in the tangent plane, each cluster represented
     by its point of smallest separation): diameter <= region_tol -> one point (the closest); all within region_tol of

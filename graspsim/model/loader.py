@@ -142,7 +142,8 @@ def _read_shapes(r: Reader, m: YMap, field: str, base: Path):
     error is reported).
     """
     if "shape" in m and "shapes" in m:
-        r.error(m.line_of("shapes"), f"{field}.shapes" if field else "shapes", "give either 'shape' or 'shapes', not both")
+        r.error(m.line_of("shapes"), f"{field}.shapes" if field else "shapes",
+                "give either 'shape' or 'shapes', not both")
         return (), (), False
     if "shape" in m:
         s = _read_shape(r, m, "shape", field, base)
@@ -720,7 +721,8 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
 
 # -- objects --------------------------------------------------------------------------------
 
-OBJECT_KEYS = ["object", "units", "shape", "shapes", "mass", "density", "com", "inertia", "material", "color", "description"]
+OBJECT_KEYS = ["object", "units", "shape", "shapes", "mass", "density", "com", "inertia", "material", "color",
+               "description"]
 
 
 def _object_from_map(r: Reader, m: YMap, field: str, base: Path, name: str, file: str, *,
