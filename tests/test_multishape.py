@@ -360,3 +360,29 @@ obstacles:
     assert f[c.body_a == i].sum(0)[2] == pytest.approx(-0.3 * 9.81, rel=1e-6)   # reported on body_b
     per_box = [f[(c.body_a == i) & (c.shape_a == s)].sum(0)[2] for s in (0, 1)]
     assert per_box[0] == pytest.approx(per_box[1], rel=1e-3)
+
+
+def test_validate_finds_a_multi_shape_body_sunk_into_the_table(tmp_path):
+    """The load-time check works shape by shape: the dumbbell 5 mm into the table is reported with
+    its depth; 0.05 mm above it, nothing is."""
+    from graspsim.model.checks import start_problems
+
+    def world(z):
+        return graspsim.load_world(_write(tmp_path / "w.yaml", f"""world: w
+objects:
+  - name: db
+    shapes:
+      - {{box: [0.04, 0.04, 0.04], origin: {{xyz: [-0.05, 0, 0]}}}}
+      - {{box: [0.04, 0.04, 0.04], origin: {{xyz: [0.05, 0, 0]}}, material: rubber}}
+    mass: 0.3
+    com: [0, 0, 0]
+    inertia: [8e-5, 8.3e-4, 8.3e-4, 0, 0, 0]
+    material: wood
+    pose: {{xyz: [0, 0, {z}]}}
+obstacles:
+  - {TABLE}
+""")).description
+
+    errs = start_problems(world(0.015))
+    assert len(errs) == 1 and "'db' and 'table' interpenetrate by 5 mm" in errs[0].problem
+    assert start_problems(world(0.02005)) == []
