@@ -14,7 +14,8 @@ one core (the script pins itself to CPU 0 where the OS allows; ``taskset -c 0`` 
     python benchmarks/bench_collision.py [--reps 2000] [--mug-only]
 
 ``--mug-only`` times only ``contacts(poses)`` of worlds/barrett_mug.yaml as shipped (the mug resting on
-the table, the hand above it: what every step of the world a user opens first pays).
+the table, the hand above it: what every step of the world a user opens first pays) and of a body of
+two box shapes resting on the table against the same boxes as two bodies.
 """
 from __future__ import annotations
 
@@ -71,6 +72,29 @@ def touching_pose(world, model):
     return at(dz + 0.010), at(dz)
 
 
+def multi_shape(reps: int) -> None:
+    """A body of two 4 cm boxes resting on the table (one body pair, two shape pairs gathered and
+    reduced together) against the same boxes as two bodies (two body pairs)."""
+    shapes = ("[{box: [0.04, 0.04, 0.04], origin: {xyz: [-0.05, 0, 0]}}, "
+              "{box: [0.04, 0.04, 0.04], origin: {xyz: [0.05, 0, 0]}}]")
+    inr = "mass: 0.3, com: [0, 0, 0], inertia: [8e-5, 8.3e-4, 8.3e-4, 0, 0, 0], material: wood"
+    table = f"obstacles:\n  - {{name: table, file: {ROOT}/objects/table.yaml}}\n"
+    with tempfile.TemporaryDirectory() as d:
+        one = Path(d) / "one.yaml"
+        one.write_text(f"world: one\nobjects:\n  - {{name: db, shapes: {shapes}, {inr}, pose: {{xyz: [0, 0, 0.02]}}}}\n"
+                       + table)
+        two = Path(d) / "two.yaml"
+        two.write_text("world: two\nobjects:\n" + "".join(
+            f"  - {{name: b{k}, shape: {{box: [0.04, 0.04, 0.04]}}, mass: 0.15, material: wood, "
+            f"pose: {{xyz: [{x}, 0, 0.02]}}}}\n" for k, x in enumerate((-0.05, 0.05))) + table)
+        for label, path in (("one body, two box shapes", one), ("two one-box bodies", two)):
+            w = graspsim.load_world(path)
+            m = CollisionModel(w.table)
+            P = w.body_poses()
+            wall, cpu, _ = timeit(lambda: m.contacts(P), reps)
+            print(f"on the table, {label:25s}: {len(m.contacts(P))} contacts, cpu {cpu * 1e6:.1f} us")
+
+
 def timeit(f, reps: int, batches: int = 5):
     f()
     wall, cpu = [], []
@@ -101,6 +125,7 @@ def main(argv=None) -> int:
     wall, cpu, med = timeit(lambda: mm.contacts(Pm), args.reps)
     print(f"barrett_mug.yaml as shipped: {len(mm.contacts(Pm))} contacts, {len(mm.pairs)} pairs; contacts(): "
           f"wall {wall * 1e6:.1f} us, cpu {cpu * 1e6:.1f} us, median {med * 1e6:.1f} us")
+    multi_shape(args.reps)
     if args.mug_only:
         return 0
 
