@@ -19,7 +19,7 @@ __all__ = ["Summary", "summarize", "plot_summary", "summary_figures"]
 _COLS = ["id", "object", "source", "dir_x", "dir_y", "dir_z", "roll", "standoff", "preshape", "status",
          "error_kind", "error_stage", "error", "force_closure", "epsilon", "volume", "n_contacts", "approach_stop",
          "touched", "collision", "held", "slip", "lifted", "dropped", "dyn_force_closure", "dyn_epsilon", "t_total",
-         "t_cpu"]
+         "t_cpu", "rob_p_force_closure", "rob_eps_mean", "rob_eps_p05", "rob_samples"]
 
 
 @dataclass
@@ -47,6 +47,7 @@ class Summary:
     timing: dict = field(default_factory=dict)
     rows: list = field(default_factory=list, repr=False)
     best_by_object: dict = field(default_factory=dict)   # object -> its best row (as ``best`` ranks), if any
+    best_robust: list = field(default_factory=list)      # top rows by robustness (runs that store it)
 
     def object_rates(self) -> dict:
         """object -> (evaluated rows, successes, success rate); every row counts (errors fail)."""
@@ -138,6 +139,14 @@ class Summary:
                 if dyn:
                     s += f"  {'yes' if r.get('held') else 'no ':>4s}  {(r.get('slip') or 0.0) * 1e3:7.2f}"
                 L.append(s)
+        if self.best_robust:
+            ns = sorted({r["rob_samples"] for r in self.best_robust})
+            L.append(f"best {len(self.best_robust)} grasps by robustness (probability of force closure under object "
+                     f"pose and friction noise, {'/'.join(map(str, ns))} samples; then mean, 5th-percentile epsilon):")
+            L.append("      id  object        P(force closure)  eps mean   eps p05   epsilon")
+            for r in self.best_robust:
+                L.append(f"  {r['id']:6d}  {r['object'][:12]:12s}  {r['rob_p_force_closure']:16.2f}  "
+                         f"{r['rob_eps_mean']:8.4f}  {r['rob_eps_p05']:8.4f}  {r['epsilon']:8.4f}")
         fails = {k: c for k, c in self.failures.items() if c}
         nf = sum(fails.values())
         if nf:
@@ -222,6 +231,9 @@ def summarize(db, *, top: int = 10, object: str | None = None) -> Summary:
         d["rows"] += 1
         d["force_closure"] += int(bool(r["force_closure"]))
         d["held"] += int(bool(r["held"]))
+    robust = [r for r in fc if r["rob_samples"] is not None]
+    best_robust = sorted(robust, key=lambda r: (-r["rob_p_force_closure"], -r["rob_eps_mean"], -r["rob_eps_p05"],
+                                                r["id"]))[:max(0, top)]
     timing = {}
     tt = [r["t_total"] for r in rows if r["t_total"] is not None]
     tc = [r["t_cpu"] for r in rows if r["t_cpu"] is not None]
@@ -232,7 +244,7 @@ def summarize(db, *, top: int = 10, object: str | None = None) -> Summary:
                    total=int(meta.get("n_candidates", len(rows))), evaluated=len(rows), by_status=dict(by_status),
                    by_object=by_object, force_closure=len(fc), epsilon=eps, best=best, errors=errors,
                    outcomes=outcomes, collisions=dict(collisions.most_common()), dynamic=dynamic, timing=timing,
-                   rows=rows, best_by_object=best_by_object)
+                   rows=rows, best_by_object=best_by_object, best_robust=best_robust)
 
 
 def plot_summary(s: Summary, directory) -> list[Path]:
