@@ -22,7 +22,8 @@ BUTTONS = [
     ("run", "Run/Stop", "Space"), ("step", "Step", "N"), ("reset", "Reset", "R"), None,
     ("tool:select", "Select", "1"), ("tool:move", "Move", "2"), ("tool:pull", "Pull", "3"),
     ("tool:push", "Push", "4"), None,
-    ("cones", "Cones", "C"), ("wrench", "Wrench", "W"), ("fit", "Fit", "F"), ("help", "Help", "H"),
+    ("cones", "Cones", "C"), ("wrench", "Wrench", "W"), ("fit", "Fit", "F"), ("help", "Help", "H"), None,
+    ("plan", "Plan", "P"), ("prev_grasp", "< Grasp", "B"), ("next_grasp", "Grasp >", "M"),
 ]
 
 HELP = """Mouse
@@ -32,7 +33,8 @@ Keys
   G auto-grasp   D dynamic auto-grasp   O open hand   Space run/stop dynamics   N one step   R reset
   Tab / shift+Tab select next / previous   [ ] choose DOF   - = change DOF (shift: x5)   sliders on the right
   arrows move the selected robot or body (camera-relative, 5 mm; shift 20 mm)   PageUp/PageDown up/down   Q E turn
-  1 2 3 4 tools   C cones   W wrench-space panel   , . force arrow scale   F fit view   F12 screenshot   H help   Esc quit"""
+  1 2 3 4 tools   C cones   W wrench-space panel   , . force arrow scale   F fit view   F12 screenshot   H help   Esc quit
+  P plan grasps (in the background)   M / B next / previous planned grasp"""
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Overlay:
     BUTTON_H = 24
     SLIDER_W = 240
     SLIDER_STEP = 38
+    STATUS_LINES = 5
 
     def __init__(self, window: pyglet.window.Window):
         self.window = window
@@ -84,12 +87,15 @@ class Overlay:
                 obj.delete()
         self.buttons, self.sliders, self.status_labels, self.captions = [], [], [], []
         x, y, h = 8, height - 8 - self.BUTTON_H, self.BUTTON_H
+        rows = 1
         for b in BUTTONS:
             if b is None:
                 x += 10
                 continue
             action, text, key_name = b
             w = 14 + 7 * len(text)
+            if x + w > width - 8 and x > 8:      # a narrow window: the toolbar wraps to another row
+                x, y, rows = 8, y - h - 4, rows + 1
             r = shapes.Rectangle(x, y, w, h, color=(40, 44, 52, 210), batch=self.batch, group=self.bg)
             lab = Label(text, font_name=FONT, font_size=9, x=x + w // 2, y=y + h // 2, anchor_x="center",
                         anchor_y="center", color=(235, 235, 235, 255), batch=self.batch, group=self.txt)
@@ -97,26 +103,27 @@ class Overlay:
             x += w + 4
         sx = width - self.SLIDER_W - 12
         for k, name in enumerate(dof_names):
-            ty = height - 48 - self.BUTTON_H - k * self.SLIDER_STEP
+            ty = height - 48 - self.BUTTON_H - k * self.SLIDER_STEP - (rows - 1) * (self.BUTTON_H + 4)
             track = shapes.Rectangle(sx, ty, self.SLIDER_W, 6, color=(70, 76, 88, 230), batch=self.batch,
                                      group=self.bg)
             knob = shapes.Rectangle(sx, ty - 5, 10, 16, color=(230, 140, 30, 255), batch=self.batch, group=self.fg)
             lab = Label(name, font_name=FONT, font_size=9, x=sx, y=ty + 10, color=(235, 235, 235, 255),
                         batch=self.batch, group=self.txt)
             self.sliders.append(((sx, ty - 6, self.SLIDER_W, 18), track, knob, lab))
-        self.status_box = shapes.Rectangle(0, 0, min(width, 760), 80, color=(20, 22, 26, 170), batch=self.batch,
+        self.status_box = shapes.Rectangle(0, 0, min(width, 760), 97, color=(20, 22, 26, 170), batch=self.batch,
                                            group=self.bg)
-        for i in range(4):
-            self.status_labels.append(Label("", font_name=FONT, font_size=10, x=8, y=8 + (3 - i) * 17,
+        for i in range(self.STATUS_LINES):
+            self.status_labels.append(Label("", font_name=FONT, font_size=10, x=8,
+                                            y=8 + (self.STATUS_LINES - 1 - i) * 17,
                                             color=(240, 240, 240, 255), batch=self.batch, group=self.txt))
         for (rx, ry, rs), text in zip(wrench_rects, ("force space", "torque space")):
             self.captions.append(Label(text, font_name=FONT, font_size=9, x=rx + 4, y=ry + rs - 14,
                                        color=(230, 230, 230, 255), batch=self.batch, group=self.txt))
         self.help_box = self.help_label = None
         if show_help:
-            self.help_box = shapes.Rectangle(20, 100, width - 40, 150, color=(10, 12, 16, 215), batch=self.batch,
+            self.help_box = shapes.Rectangle(20, 100, width - 40, 165, color=(10, 12, 16, 215), batch=self.batch,
                                              group=self.bg)
-            self.help_label = Label(HELP, font_name=FONT, font_size=9, x=30, y=240, width=width - 60,
+            self.help_label = Label(HELP, font_name=FONT, font_size=9, x=30, y=255, width=width - 60,
                                     multiline=True, anchor_y="top", color=(240, 240, 240, 255), batch=self.batch,
                                     group=self.txt)
 
@@ -133,7 +140,7 @@ class Overlay:
                 if lab.text != dof_texts[k]:
                     lab.text = dof_texts[k]
                 track.color = (120, 128, 150, 240) if k == dof_cursor else (70, 76, 88, 230)
-        lines = (status + ["", "", "", ""])[:4]
+        lines = (status + [""] * self.STATUS_LINES)[:self.STATUS_LINES]
         for lab, text in zip(self.status_labels, lines):
             if lab.text != text:
                 lab.text = text

@@ -318,7 +318,7 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
                 iterations: int | None = None, energy: str = "contact", seed: int = 0, restarts: int = 4,
                 candidates: int | None = None, log: list | None = None, rank: str = "quality",
                 robust_samples: int = 20, robust_seed: int | None = None,
-                robust_options: dict | None = None) -> list[PlannedGrasp]:
+                robust_options: dict | None = None, progress=None) -> list[PlannedGrasp]:
     """Plan up to ``n`` distinct grasps of ``object`` by ``hand`` in ``world`` (its state is left as it was).
 
     The budget: ``iterations`` annealing steps per restart and/or ``seconds`` of wall time (default
@@ -326,6 +326,10 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
     (with an ``iterations`` budget).  ``candidates`` (default 3 n) distinct lowest-energy states are
     closed and scored; the best ``n`` are returned, force-closure grasps first by decreasing epsilon.
     ``log``, a list, receives the :class:`~graspsim.planner.annealing.SearchLog`.
+    ``progress(stage, done, total)``, if given, is called as the work goes on: ``("search",
+    iteration, iterations or None)`` after every annealing iteration, ``("closing", k, m)`` after
+    each candidate closed, ``("robustness", k, m)`` after each grasp's robustness; an exception it
+    raises stops the planning (the world's state is restored).
 
     ``rank="robust"`` then re-ranks the returned force-closure grasps by robustness
     (:func:`rank_robust`: ``robust_samples`` noisy re-closings each, noise drawn from
@@ -352,9 +356,10 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
     world = free_hand_world(world, hand)
     prob = Problem(world, hand, object, energy=energy)
     try:
-        slog: SearchLog = anneal(prob.space, prob.evaluate, seed=seed, restarts=restarts,
-                                 iterations=None if iterations is None else int(iterations), seconds=seconds,
-                                 screen=prob.screen if energy == "contact" else None)
+        its = None if iterations is None else int(iterations)
+        slog: SearchLog = anneal(prob.space, prob.evaluate, seed=seed, restarts=restarts, iterations=its,
+                                 seconds=seconds, screen=prob.screen if energy == "contact" else None,
+                                 progress=None if progress is None else (lambda k, ev: progress("search", k, its)))
     finally:
         world.restore_state(prob.initial)
     if log is not None:
@@ -365,8 +370,14 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
                          f"{slog.evaluations} states tried interpenetrated the object or an obstacle")
     idx = distinct_states(prob, x, e, candidates or 3 * n)
     L, X_WB, q = prob.space.link_poses(x[idx])
-    grasps = [prob.close_centred(X_WB[k], q[k], float(e[i])) for k, i in enumerate(idx)]
-    world.restore_state(prob.initial)
+    grasps = []
+    try:
+        for k, i in enumerate(idx):
+            grasps.append(prob.close_centred(X_WB[k], q[k], float(e[i])))
+            if progress is not None:
+                progress("closing", k + 1, len(idx))
+    finally:
+        world.restore_state(prob.initial)
     grasps.sort(key=lambda g: (not g.quality.force_closure, -g.quality.epsilon, g.energy))
     # centring moved some palms: keep the grasps still distinct from every better one
     out: list[PlannedGrasp] = []
@@ -376,7 +387,8 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
     out = out[:n]
     if rank == "robust":
         out = rank_robust(world, hand, object, out, samples=robust_samples,
-                          seed=seed if robust_seed is None else robust_seed, options=robust_options)
+                          seed=seed if robust_seed is None else robust_seed, options=robust_options,
+                          progress=progress)
     return out
 
 
@@ -386,7 +398,7 @@ def robust_key(r: RobustnessSummary) -> tuple:
 
 
 def rank_robust(world, hand: str, obj: str, grasps: list[PlannedGrasp], *, samples: int = 20, seed: int = 0,
-                options: dict | None = None) -> list[PlannedGrasp]:
+                options: dict | None = None, progress=None) -> list[PlannedGrasp]:
     """``grasps`` with the robustness of each force-closure one
     (:func:`graspsim.grasp.robustness` of :meth:`PlannedGrasp.pregrasp` in ``free_hand_world(world,
     hand)``, the same ``seed`` for every grasp: all see the same noise draws), those first, most
@@ -396,9 +408,13 @@ def rank_robust(world, hand: str, obj: str, grasps: list[PlannedGrasp], *, sampl
     opts = dict(ROBUST_DEFAULTS)
     opts.update(options or {})
     w = free_hand_world(world, hand)
-    fc = [dataclasses.replace(g, robustness=RobustnessSummary.of(
-        robustness(w, hand, obj, g.pregrasp(), samples=samples, seed=seed, **opts)))
-        for g in grasps if g.quality.force_closure]
+    fc = []
+    todo = [g for g in grasps if g.quality.force_closure]
+    for k, g in enumerate(todo):
+        r = robustness(w, hand, obj, g.pregrasp(), samples=samples, seed=seed, **opts)
+        fc.append(dataclasses.replace(g, robustness=RobustnessSummary.of(r)))
+        if progress is not None:
+            progress("robustness", k + 1, len(todo))
     fc.sort(key=lambda g: robust_key(g.robustness))
     return fc + [g for g in grasps if not g.quality.force_closure]
 
