@@ -460,3 +460,9 @@ def test_plan_key_shows_progress_and_nothing_to_step_before(open_view):
     v.frame()
     assert any("iterations" in t and "of 1 s search" in t for t in seen), seen
     assert ss.planned and "M next grasp" in ss.message
+    x, y = v.overlay.button_center("next_grasp")       # the toolbar's 'Grasp >' button
+    v.run_script(f"click {x} {y}")
+    assert ss.grasp_index == 0
+    x, y = v.overlay.button_center("prev_grasp")
+    v.run_script(f"click {x} {y}")
+    assert ss.grasp_index == len(ss.planned) - 1

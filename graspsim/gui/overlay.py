@@ -87,15 +87,12 @@ class Overlay:
                 obj.delete()
         self.buttons, self.sliders, self.status_labels, self.captions = [], [], [], []
         x, y, h = 8, height - 8 - self.BUTTON_H, self.BUTTON_H
-        rows = 1
         for b in BUTTONS:
             if b is None:
                 x += 10
                 continue
             action, text, key_name = b
             w = 14 + 7 * len(text)
-            if x + w > width - 8 and x > 8:      # a narrow window: the toolbar wraps to another row
-                x, y, rows = 8, y - h - 4, rows + 1
             r = shapes.Rectangle(x, y, w, h, color=(40, 44, 52, 210), batch=self.batch, group=self.bg)
             lab = Label(text, font_name=FONT, font_size=9, x=x + w // 2, y=y + h // 2, anchor_x="center",
                         anchor_y="center", color=(235, 235, 235, 255), batch=self.batch, group=self.txt)
@@ -103,7 +100,7 @@ class Overlay:
             x += w + 4
         sx = width - self.SLIDER_W - 12
         for k, name in enumerate(dof_names):
-            ty = height - 48 - self.BUTTON_H - k * self.SLIDER_STEP - (rows - 1) * (self.BUTTON_H + 4)
+            ty = height - 48 - self.BUTTON_H - k * self.SLIDER_STEP
             track = shapes.Rectangle(sx, ty, self.SLIDER_W, 6, color=(70, 76, 88, 230), batch=self.batch,
                                      group=self.bg)
             knob = shapes.Rectangle(sx, ty - 5, 10, 16, color=(230, 140, 30, 255), batch=self.batch, group=self.fg)
