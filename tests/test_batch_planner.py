@@ -149,3 +149,23 @@ def test_an_old_database_gets_the_new_columns(tmp_path):
     have = [r[1] for r in con.execute("PRAGMA table_info(results)")]
     con.close()
     assert sorted(have) == sorted(c[0] for c in COLUMNS)
+
+
+def test_a_hand_on_an_arm_is_planned_and_evaluated_alone(tmp_path):
+    from graspsim.planner import free_hand_world
+
+    handset = str(ROOT / "worlds" / "puma_barrett_handset.yaml")
+    cfg = {"world": handset, "hand": "barrett", "objects": ["handset"],
+           "candidates": {"planner": {"n": 3, "iterations": 100, "restarts": 4}}}
+    db = tmp_path / "h.sqlite"
+    run_batch(cfg, db, progress="off")
+    rows = read_results(db)
+    grasps = plan_grasps(graspsim.load_world(handset), "barrett", "handset", n=3, iterations=100, restarts=4)
+    assert len(rows) == len(grasps) == 3
+    for r, g in zip(rows, grasps):
+        assert r["status"] == "ok" and r["force_closure"] == int(g.quality.force_closure)
+        assert abs(r["epsilon"] - g.quality.epsilon) <= 1e-9
+    # the grid still needs an unmounted hand
+    with pytest.raises(ModelError, match="is mounted on 'puma'"):
+        load_config({"world": handset, "hand": "barrett"})
+    assert free_hand_world(graspsim.load_world(handset), "barrett").robots["barrett"].instance.mount is None

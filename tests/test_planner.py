@@ -311,7 +311,7 @@ def test_urdf_hand_gets_virtual_contacts_and_plans():
     _check_grasps(spec, grasps, min_fc=0)
 
 
-def test_cli_write_world_of_a_mounted_hand(tmp_path):
+def test_cli_write_world_of_a_mounted_hand(tmp_path, capsys):
     from graspsim.cli import main
 
     out, wf = tmp_path / "g.json", tmp_path / "best.yaml"
@@ -320,11 +320,16 @@ def test_cli_write_world_of_a_mounted_hand(tmp_path):
                  "--write-world", str(wf)]) == 0
     import json
 
-    best = json.loads(out.read_text())["grasps"][0]
-    assert json.loads(out.read_text())["hand"] == "barrett"
+    d = json.loads(out.read_text())
+    best = d["grasps"][0]
+    assert d["hand"] == "barrett"
+    # the result says that the arm was left out and its reach not checked
+    assert d["mounted_on"] == "puma" and d["arm_reachability_checked"] is False
+    assert "whether 'puma' can reach these grasps is not checked" in d["note"]
     w = graspsim.load_world(str(wf))
     assert list(w.robots) == ["barrett"] and w.robots["barrett"].instance.mount is None
     assert np.allclose(w.robots["barrett"].base_pose, best["base_pose"], atol=1e-9)
+    assert "note: 'barrett' is mounted on 'puma'" in capsys.readouterr().out
 
 
 def test_rank_robust_orders_by_probability_and_matches_a_direct_robustness_call():

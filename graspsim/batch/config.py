@@ -593,10 +593,11 @@ def _compose_scenes(r: Reader, top: YMap, base: Path):
 def _check_scene(r: Reader, top: YMap, cfg: BatchConfig, sc: dict, world) -> None:
     h = world.robots[cfg.hand]
     where = top.line_of("hand")
-    if h.instance.mount is not None:
+    if h.instance.mount is not None and not cfg.planner:
         pi, _, _ = h.instance.mount
         r.error(where, "hand", f"robot '{cfg.hand}' is mounted on '{world.description.robots[pi].name}'; batch "
                 "evaluation moves the hand freely and needs an unmounted hand (a hand-alone world, or a robot file "
+                "with object files; or planner candidates, which plan and evaluate the hand alone, the arm left out) "
                 "with object files)")
         return
     # preshapes: DOF names, units from the DOF kind, limits

@@ -24,7 +24,9 @@ For each candidate (see :mod:`graspsim.batch.candidates`):
 
 A planner candidate (``source = 'planner'``) skips 2-3: the hand is put at the planned base pose
 with the planned preshape (``approach_stop = 'planned'``); a collision there is still
-``pregrasp_collision``.  Its row keeps the planner's energy and closed DOFs.
+``pregrasp_collision``.  Its row keeps the planner's energy and closed DOFs.  A hand mounted on
+an arm is planned and evaluated alone (:func:`graspsim.planner.free_hand_world`: the arm left
+out, its reach not checked), as ``graspsim plan`` does.
 
 Any exception of a candidate is caught and recorded (``status = 'error'``, ``error_kind`` its
 class name, ``error_stage`` where it happened); the run goes on.
@@ -86,11 +88,16 @@ _IDENTITY.setflags(write=False)
 class _Scene:
     """One object's world with the hand: loaded once per worker, reset before every candidate."""
 
-    def __init__(self, scene: dict, hand: str, world=None):
+    def __init__(self, scene: dict, hand: str, world=None, *, free_hand: bool = False):
         from ..collision import PairView, model_for
         from .config import load_scene_world
 
-        self.world = w = world if world is not None else load_scene_world(scene)
+        w = world if world is not None else load_scene_world(scene)
+        if free_hand and w.robots[hand].instance.mount is not None:
+            from ..planner import free_hand_world
+
+            w = free_hand_world(w, hand)     # planner candidates of a hand on an arm: the hand alone
+        self.world = w
         self.obj = scene["object"]
         self.hand = w.robots[hand]
         if self.hand.instance.mount is not None:
@@ -175,7 +182,8 @@ class Evaluator:
         sc = self.scenes.get(obj)
         if sc is None:
             spec = next(s for s in self.config["scenes"] if s["object"] == obj)
-            sc = self.scenes[obj] = _Scene(spec, self.hand, self._given.pop(obj, None))
+            sc = self.scenes[obj] = _Scene(spec, self.hand, self._given.pop(obj, None),
+                                           free_hand=bool(self.config["candidates"].get("planner")))
         return sc
 
     def load_all(self) -> None:

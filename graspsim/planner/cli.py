@@ -96,6 +96,16 @@ def write_world(src: str, out: str, world, hand: str, grasp) -> None:
         yaml.safe_dump(doc, f, sort_keys=False)
 
 
+def _mount_note(world, hand: str) -> str | None:
+    """For a hand mounted on an arm: that the grasps are the free hand's, the arm not checked."""
+    m = world.robots[hand].instance.mount
+    if m is None:
+        return None
+    arm = world.description.robots[m[0]].name
+    return (f"'{hand}' is mounted on '{arm}': planned for the hand alone (its palm pose free, the arm left out); "
+            f"whether '{arm}' can reach these grasps is not checked")
+
+
 def _robust_text(g) -> str:
     r = g.robustness
     if r is None:
@@ -122,6 +132,11 @@ def run(args) -> int:
     out = {"world": world.name, "hand": hand, "object": obj, "seed": args.seed, "energy": args.energy, "rank": args.rank,
            "iterations": s.iterations, "evaluations": s.evaluations, "seconds": s.seconds,
            "grasps": [g.to_dict() for g in grasps]}
+    note = _mount_note(world, hand)
+    if note:
+        out["mounted_on"] = world.description.robots[world.robots[hand].instance.mount[0]].name
+        out["arm_reachability_checked"] = False
+        out["note"] = note
     if args.json is not None:
         text = json.dumps(out, indent=2) + "\n"
         if args.json == "-":
@@ -132,7 +147,10 @@ def run(args) -> int:
     if args.json != "-":
         nfc = sum(g.quality.force_closure for g in grasps)
         print(f"planned {len(grasps)} distinct grasps of '{obj}' by '{hand}' in world '{world.name}': "
-              f"{nfc} force closure ({s.evaluations} states in {s.seconds:.2f} s, seed {args.seed})")
+              f"{nfc} force closure ({s.evaluations} states in {s.seconds:.2f} s, seed {args.seed})"
+              + (", ranked by robustness" if args.rank == "robust" else ""))
+        if note:
+            print(f"  note: {note}")
         for i, g in enumerate(grasps):
             p = g.palm_pose[:3, 3]
             dofs = ", ".join(f"{n} {math.degrees(v) if robot.joints[robot.dofs[k].joints[0]].kind == 'revolute' else v * 1e3:.1f}"
