@@ -169,3 +169,10 @@ def test_a_hand_on_an_arm_is_planned_and_evaluated_alone(tmp_path):
     with pytest.raises(ModelError, match="is mounted on 'puma'"):
         load_config({"world": handset, "hand": "barrett"})
     assert free_hand_world(graspsim.load_world(handset), "barrett").robots["barrett"].instance.mount is None
+
+
+def test_two_worker_processes_store_the_serial_rows(planned, tmp_path):
+    db = tmp_path / "w.sqlite"
+    res = run_batch(CFG, db, workers=2, progress="off")
+    assert res.backend == "processes" and res.evaluated == 6
+    assert read_results(db, timings=False) == read_results(planned[0], timings=False)
