@@ -11,7 +11,7 @@ import pytest
 
 import graspsim
 from graspsim import ModelError
-from graspsim.batch import load_config, prepare, read_results, run_batch, summarize
+from graspsim.batch import load_config, prepare, read_config, read_results, run_batch, summarize
 from graspsim.batch.store import ResultStore
 from graspsim.grasp import robustness
 from graspsim.planner import plan_grasps
@@ -176,3 +176,22 @@ def test_two_worker_processes_store_the_serial_rows(planned, tmp_path):
     res = run_batch(CFG, db, workers=2, progress="off")
     assert res.backend == "processes" and res.evaluated == 6
     assert read_results(db, timings=False) == read_results(planned[0], timings=False)
+
+
+def test_command_line_planner_and_robustness_flags(tmp_path, capsys):
+    from graspsim.cli import main
+
+    db = tmp_path / "c.sqlite"
+    assert main(["batch", "--world", JAW, "--planner", "3", "--plan-iterations", "150", "--robustness", "2",
+                 "--db", str(db), "--progress", "off"]) == 0
+    rows = read_results(db)
+    cfg = load_config({"world": JAW, "candidates": {"planner": {"n": 3, "iterations": 150}},
+                       "robustness": {"samples": 2}})
+    assert read_config(db)["config_hash"] == cfg.config_hash()       # the flags are the file's keys
+    assert len(rows) == 3 and all(r["source"] == "planner" for r in rows)
+    assert all((r["rob_samples"] == 2) == bool(r["force_closure"]) for r in rows)
+    capsys.readouterr()
+    assert main(["batch", "--world", JAW, "--planner", "3", "--sphere", "4", "--db", str(tmp_path / "x.sqlite")]) == 2
+    assert capsys.readouterr().err.strip() == ("error: <command line>: candidates.directions: the approach grid's "
+                                               "keys do not go with 'candidates.planner' (the planner chooses the "
+                                               "hand's pose and preshape); remove one of them")
