@@ -466,3 +466,14 @@ def test_plan_key_shows_progress_and_nothing_to_step_before(open_view):
     x, y = v.overlay.button_center("prev_grasp")
     v.run_script(f"click {x} {y}")
     assert ss.grasp_index == len(ss.planned) - 1
+    # ranked by robustness: each force-closure grasp's robustness, the first's on the status line
+    v.plan_robust_samples = 3
+    v.run_script("plan 1 robust; next_grasp")
+    fc = [g for g in ss.planned if g.quality.force_closure]
+    assert fc and all(g.robustness is not None and g.robustness.samples == 3 for g in fc)
+    r = ss.planned[0].robustness
+    assert f"robust: P(force closure) {r.p_force_closure:.2f}" in ss.status_lines()[3]
+    from graspsim.gui.script import ScriptError
+
+    with pytest.raises(ScriptError, match="the second argument can only be 'robust'"):
+        v.run_script("plan 1 fast")

@@ -231,10 +231,15 @@ def world_copy(world):
     return w
 
 
-def plan_grasps(world, hand: str, obj: str, *, seconds: float, n: int = 10, seed: int = 0, progress=None) -> list:
-    """Planned grasps of ``obj`` by ``hand`` (:func:`graspsim.planner.plan_grasps`, a seconds budget)."""
+def plan_grasps(world, hand: str, obj: str, *, seconds: float, n: int = 10, seed: int = 0, progress=None,
+                robust_samples: int = 0) -> list:
+    """Planned grasps of ``obj`` by ``hand`` (:func:`graspsim.planner.plan_grasps`, a seconds budget);
+    ``robust_samples`` > 0 ranks them by robustness (``rank="robust"``) with that many samples."""
     from graspsim.planner import plan_grasps as plan
 
+    if robust_samples > 0:
+        return plan(world, hand, obj, n=n, seconds=seconds, seed=seed, progress=progress, rank="robust",
+                    robust_samples=int(robust_samples))
     return plan(world, hand, obj, n=n, seconds=seconds, seed=seed, progress=progress)
 
 

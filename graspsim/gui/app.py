@@ -109,6 +109,8 @@ class Viewer:
         self.frames = 0
         #: seconds of search the Plan button and key give the planner
         self.plan_seconds = 5.0
+        #: samples per grasp of the scripted ``plan SECONDS robust``
+        self.plan_robust_samples = 10
         #: frames drawn while the last scripted ``plan`` ran, and its wall time (s)
         self.plan_frames: tuple[int, float] | None = None
 
@@ -814,7 +816,8 @@ class Viewer:
             return gen()
 
         def plan(c):
-            if not ss.plan(c.args[0] if c.args else self.plan_seconds):
+            robust = self.plan_robust_samples if len(c.args) > 1 else 0
+            if not ss.plan(c.args[0] if c.args else self.plan_seconds, robust_samples=robust):
                 self._warn(False, c)
                 return None
             n0, t0 = self.frames, time.perf_counter()

@@ -21,8 +21,10 @@ class PlanCancelled(Exception):
 class PlanJob:
     """One planning run of ``hand`` on ``obj`` for ``seconds`` of search (wall time)."""
 
-    def __init__(self, world, hand: str, obj: str, seconds: float, *, n: int = 10, seed: int = 0):
+    def __init__(self, world, hand: str, obj: str, seconds: float, *, n: int = 10, seed: int = 0,
+                 robust_samples: int = 0):
         self.hand, self.obj, self.seconds, self.n, self.seed = hand, obj, float(seconds), int(n), int(seed)
+        self.robust_samples = int(robust_samples)     # > 0: rank by robustness with this many samples
         self.world = actions.world_copy(world)
         self.stage = "starting"
         self.done_count = 0
@@ -46,7 +48,8 @@ class PlanJob:
     def _run(self) -> None:
         try:
             self.result = actions.plan_grasps(self.world, self.hand, self.obj, seconds=self.seconds, n=self.n,
-                                              seed=self.seed, progress=self._progress)
+                                              seed=self.seed, progress=self._progress,
+                                              robust_samples=self.robust_samples)
         except PlanCancelled:
             self.result = []
         except Exception as e:  # noqa: BLE001 - reported in the window (status line), not lost in a thread

@@ -821,9 +821,10 @@ class Session:
         p = self.world.robots[self.hand].palm_pose[:3, 3]
         return min(objs, key=lambda n: float(np.linalg.norm(self.world.bodies[n].com_world - p)))
 
-    def plan(self, seconds: float = 5.0, *, n: int = 10, seed: int = 0) -> bool:
+    def plan(self, seconds: float = 5.0, *, n: int = 10, seed: int = 0, robust_samples: int = 0) -> bool:
         """Start planning grasps of :meth:`plan_target` by the hand for ``seconds`` of search, in the
-        background (:class:`graspsim.gui.planning.PlanJob`); :meth:`poll_plan` adopts the result."""
+        background (:class:`graspsim.gui.planning.PlanJob`); :meth:`poll_plan` adopts the result.
+        ``robust_samples`` > 0: the grasps ranked by robustness, with that many samples each."""
         from .planning import PlanJob
 
         hand = self._hand()
@@ -842,7 +843,7 @@ class Session:
             return False
         self.planned, self.grasp_index, self.plan_error = [], -1, None
         self.plan_hand, self.plan_object = hand, obj
-        self.plan_job = PlanJob(self.world, hand, obj, seconds, n=n, seed=seed)
+        self.plan_job = PlanJob(self.world, hand, obj, seconds, n=n, seed=seed, robust_samples=robust_samples)
         self.say(f"planning grasps of '{obj}' by '{hand}' ({seconds:g} s search)")
         return True
 
