@@ -431,7 +431,7 @@ def _evaluator_for(config: dict, faults=None) -> Evaluator:
     if cache is None:
         cache = _LOCAL.cache = {}
     key = json.dumps([config["scenes"], config["evaluation"], config["hand"], config["candidates"]["clearance"],
-                      sorted((faults or {}).items())], sort_keys=True)
+                      bool(config["candidates"].get("planner")), sorted((faults or {}).items())], sort_keys=True)
     ev = cache.get(key)
     if ev is None:
         ev = cache[key] = Evaluator(config, faults=faults)

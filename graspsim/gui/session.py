@@ -458,6 +458,7 @@ class Session:
         self.world.restore_state(self.initial_state)
         self.contacts = []
         self.quality = None
+        self.grasp_index = -1            # the planned grasps stay: M shows the first again
         self._changed()
         self.say("reset to the initial state")
 
