@@ -71,6 +71,9 @@ def test_stored_robustness_equals_a_direct_call(planned):
     p = [r["rob_p_force_closure"] for r in s.best_robust]
     assert len(s.best_robust) == len(fc) and p == sorted(p, reverse=True)
     assert "grasps by robustness" in s.text()
+    # the best grasps' preshapes in the DOF's unit (the jaw's opening is prismatic: mm)
+    best = next(g for g in grasps if g.quality.epsilon == max(x.quality.epsilon for x in grasps))
+    assert f"opening={best.preshape['opening'] * 1e3:.0f}mm" in s.text()
 
 
 def test_resume_skips_done_candidates_and_plans_the_same_list(planned, tmp_path):

@@ -48,6 +48,7 @@ class Summary:
     rows: list = field(default_factory=list, repr=False)
     best_by_object: dict = field(default_factory=dict)   # object -> its best row (as ``best`` ranks), if any
     best_robust: list = field(default_factory=list)      # top rows by robustness (runs that store it)
+    dof_units: dict = field(default_factory=dict)        # DOF name -> (unit, scale from SI) for the preshapes
 
     def object_rates(self) -> dict:
         """object -> (evaluated rows, successes, success rate); every row counts (errors fail)."""
@@ -132,7 +133,7 @@ class Summary:
             for r in self.best:
                 az = math.degrees(math.atan2(r["dir_y"], r["dir_x"]))
                 el = math.degrees(math.asin(max(-1.0, min(1.0, r["dir_z"]))))
-                pre = _preshape_text(r["preshape"])
+                pre = _preshape_text(r["preshape"], self.dof_units)
                 s = (f"  {r['id']:6d}  {r['object'][:12]:12s}  ({az:7.1f}, {el:6.1f})   {math.degrees(r['roll']):8.1f}  "
                      f"{r['standoff'] * 1e3:11.1f}  {pre[:19]:19s}  {r['epsilon']:8.4f}  {r['volume']:8.3g}  "
                      f"{r['n_contacts']:8d}")
@@ -171,12 +172,35 @@ class Summary:
         return plot_summary(self, directory)
 
 
-def _preshape_text(js) -> str:
+def _preshape_text(js, units: dict | None = None) -> str:
+    """A preshape's DOF values in degrees or millimetres (``units`` from :func:`_dof_units`; a DOF
+    not in it is taken as revolute)."""
     try:
         d = json.loads(js or "{}")
     except ValueError:
         return str(js)
-    return ",".join(f"{k}={math.degrees(v):.0f}" for k, v in d.items()) or "-"
+    units = units or {}
+    return ",".join(f"{k}={v * units.get(k, ('', 180.0 / math.pi))[1]:.0f}{units.get(k, ('', 0))[0]}"
+                    for k, v in d.items()) or "-"
+
+
+def _dof_units(cfg: dict) -> dict:
+    """DOF name -> ('', 180/pi) for revolute, ('mm', 1000) for prismatic DOFs of the run's hand, read
+    from its model files; {} when they cannot be read (moved since the run)."""
+    try:
+        sc = cfg["scenes"][0]
+        if "world_file" in sc:
+            from ..model.loader import load_world as load_description
+
+            robot = next(r.robot for r in load_description(sc["world_file"]).robots if r.name == cfg["hand"])
+        else:
+            from .. import load_robot
+
+            robot = load_robot(sc["compose"]["hand_file"])
+        return {n: (("", 180.0 / math.pi) if robot.joints[d.joints[0]].kind == "revolute" else ("mm", 1000.0))
+                for n, d in zip(robot.dof_names, robot.dofs)}
+    except Exception:  # noqa: BLE001 -- a summary of an old database still prints, in degrees
+        return {}
 
 
 def _overlapped(row: dict, hand: str) -> set:
@@ -244,7 +268,7 @@ def summarize(db, *, top: int = 10, object: str | None = None) -> Summary:
                    total=int(meta.get("n_candidates", len(rows))), evaluated=len(rows), by_status=dict(by_status),
                    by_object=by_object, force_closure=len(fc), epsilon=eps, best=best, errors=errors,
                    outcomes=outcomes, collisions=dict(collisions.most_common()), dynamic=dynamic, timing=timing,
-                   rows=rows, best_by_object=best_by_object, best_robust=best_robust)
+                   rows=rows, best_by_object=best_by_object, best_robust=best_robust, dof_units=_dof_units(cfg))
 
 
 def plot_summary(s: Summary, directory) -> list[Path]:
