@@ -5,6 +5,9 @@ Command (from the repository root):
     python benchmarks/bench_robustness.py                       # 100 samples, static closing
     python benchmarks/bench_robustness.py --samples 20 --dynamic 5   # quick, + 5 dynamic samples
 
+Also each grasp with ``closing="centred"`` and obstacles "ignore" (the defaults of the planner's
+``--rank robust`` and of a batch's ``robustness``).
+
 Grasps: the parallel jaw centred on the long box (worlds/parallel_jaw_box.yaml) and the Barrett
 hand's initial pose over the mug (worlds/barrett_mug.yaml), each with the default noise (5 mm,
 5 deg, +-20 % friction), obstacles "fail" and "ignore" (the table out of reach).  Per case: wall
@@ -50,6 +53,8 @@ def main() -> None:
     for world, hand, obj in CASES:
         for obstacles in ("fail", "ignore"):
             run(world, hand, obj, a.samples, obstacles=obstacles)
+        # the planner's --rank robust and the batch's robustness defaults
+        run(world, hand, obj, a.samples, obstacles="ignore", closing="centred")
     if a.dynamic:
         # a resting box: planar noise (x, y, yaw) so that it does not start inside the table
         run("parallel_jaw_box", "gripper", "box", a.dynamic, closing="dynamic",

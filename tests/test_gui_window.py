@@ -407,3 +407,73 @@ def test_cli_headless_with_nothing_to_do_is_an_error(extra, message):
     r = _cli(["worlds/parallel_jaw_box.yaml", "--headless", *extra], env=_no_display(), timeout=60)
     assert r.returncode == 2
     assert r.stderr.startswith("error: ") and message in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+# -- the planner ----------------------------------------------------------------------------------------
+
+def test_plan_in_the_background_then_step_through_the_grasps(open_view, tmp_path):
+    """`plan 3; next_grasp; screenshot`: the planner runs in its thread while the window keeps drawing,
+    then the first planned grasp is applied to the scene (palm pose and DOFs) and listed with its
+    epsilon in the overlay."""
+    v = open_view("parallel_jaw_box")
+    ss, g = v.session, v.session.world.robots["gripper"]
+    shot = tmp_path / "x.png"
+    v.run_script(f"plan 3; next_grasp; screenshot {shot}")
+    assert shot.is_file() and not v.warnings
+    grasps = ss.planned
+    assert len(grasps) >= 3 and grasps[0].quality.force_closure and ss.grasp_index == 0
+    best = grasps[0]
+    np.testing.assert_allclose(g.palm_pose, best.palm_pose, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(g.dof_values, list(best.dofs.values()), atol=1e-12, rtol=0)
+    # the grasp as shown is the grasp as planned: re-evaluated in the viewer's world, same verdict and epsilon
+    from graspsim.grasp.objects import evaluate_grasp
+
+    q, _ = evaluate_grasp(ss.world, "gripper", "box")
+    assert bool(q.force_closure) and abs(q.epsilon - best.quality.epsilon) <= 1e-9
+    texts = [lab.text for lab in v.overlay.status_labels]
+    assert any(f"grasp 1/{len(grasps)}" in t and f"epsilon {best.quality.epsilon:.4f}" in t for t in texts), texts
+    # responsive while planning: a 3 s search (plus closing the candidates) drew frames all along
+    frames, seconds = v.plan_frames
+    assert seconds >= 3.0 and frames >= 2 * seconds, v.plan_frames
+    # the keys: M next, B back to the first; the buttons likewise
+    v.run_script("key M")
+    assert ss.grasp_index == 1
+    np.testing.assert_allclose(g.palm_pose, grasps[1].palm_pose, atol=1e-12, rtol=0)
+    v.run_script("key B; prev_grasp")
+    assert ss.grasp_index == len(grasps) - 1
+    v.do("next_grasp")
+    assert ss.grasp_index == 0
+
+
+def test_plan_key_shows_progress_and_nothing_to_step_before(open_view):
+    v = open_view("parallel_jaw_box")
+    ss = v.session
+    v.run_script("next_grasp")                          # nothing planned yet: a warning, no change
+    assert v.warnings and "plan first" in v.warnings[-1]
+    v.plan_seconds = 1.0
+    v.run_script("key P; frames 3")
+    assert ss.planning or ss.planned
+    seen = set()
+    while ss.planning:
+        v.frame()
+        seen.update(lab.text for lab in v.overlay.status_labels)
+    v.frame()
+    assert any("iterations" in t and "of 1 s search" in t for t in seen), seen
+    assert ss.planned and "M next grasp" in ss.message
+    x, y = v.overlay.button_center("next_grasp")       # the toolbar's 'Grasp >' button
+    v.run_script(f"click {x} {y}")
+    assert ss.grasp_index == 0
+    x, y = v.overlay.button_center("prev_grasp")
+    v.run_script(f"click {x} {y}")
+    assert ss.grasp_index == len(ss.planned) - 1
+    # ranked by robustness: each force-closure grasp's robustness, the first's on the status line
+    v.plan_robust_samples = 3
+    v.run_script("plan 1 robust; next_grasp")
+    fc = [g for g in ss.planned if g.quality.force_closure]
+    assert fc and all(g.robustness is not None and g.robustness.samples == 3 for g in fc)
+    r = ss.planned[0].robustness
+    assert f"robust: P(force closure) {r.p_force_closure:.2f}" in ss.status_lines()[3]
+    from graspsim.gui.script import ScriptError
+
+    with pytest.raises(ScriptError, match="the second argument can only be 'robust'"):
+        v.run_script("plan 1 fast")

@@ -311,7 +311,7 @@ def test_urdf_hand_gets_virtual_contacts_and_plans():
     _check_grasps(spec, grasps, min_fc=0)
 
 
-def test_cli_write_world_of_a_mounted_hand(tmp_path):
+def test_cli_write_world_of_a_mounted_hand(tmp_path, capsys):
     from graspsim.cli import main
 
     out, wf = tmp_path / "g.json", tmp_path / "best.yaml"
@@ -320,8 +320,56 @@ def test_cli_write_world_of_a_mounted_hand(tmp_path):
                  "--write-world", str(wf)]) == 0
     import json
 
-    best = json.loads(out.read_text())["grasps"][0]
-    assert json.loads(out.read_text())["hand"] == "barrett"
+    d = json.loads(out.read_text())
+    best = d["grasps"][0]
+    assert d["hand"] == "barrett"
+    # the result says that the arm was left out and its reach not checked
+    assert d["mounted_on"] == "puma" and d["arm_reachability_checked"] is False
+    assert "whether 'puma' can reach these grasps is not checked" in d["note"]
     w = graspsim.load_world(str(wf))
     assert list(w.robots) == ["barrett"] and w.robots["barrett"].instance.mount is None
     assert np.allclose(w.robots["barrett"].base_pose, best["base_pose"], atol=1e-9)
+    assert "note: 'barrett' is mounted on 'puma'" in capsys.readouterr().out
+
+
+def test_rank_robust_orders_by_probability_and_matches_a_direct_robustness_call():
+    from graspsim.grasp import robustness
+    from graspsim.planner.api import ROBUST_DEFAULTS
+
+    kw = dict(n=6, iterations=500, restarts=8, seed=0)
+    by_eps = plan_grasps(_load(JAW), "gripper", "box", **kw)
+    grasps = plan_grasps(_load(JAW), "gripper", "box", rank="robust", robust_samples=12, robust_seed=3, **kw)
+    fc = [g for g in grasps if g.quality.force_closure]
+    assert len(fc) >= 3 and all(g.robustness is not None for g in fc)
+    assert all(g.robustness is None for g in grasps[len(fc):]) and not any(g.quality.force_closure for g in grasps[len(fc):])
+    # the same grasps as the epsilon ranking, re-ordered
+    assert {g.palm_pose.tobytes() for g in grasps} == {g.palm_pose.tobytes() for g in by_eps}
+    p = [g.robustness.p_force_closure for g in fc]
+    assert all(a >= b for a, b in zip(p, p[1:]))
+    assert len(set(p)) >= 2               # the noise tells these grasps apart
+    for g in fc:                          # exactly a direct call, same grasp, same seed, same noise
+        r = robustness(_load(JAW), "gripper", "box", g.pregrasp(), samples=12, seed=3, **ROBUST_DEFAULTS)
+        assert (g.robustness.p_force_closure, g.robustness.eps_mean, g.robustness.eps_p05, g.robustness.samples) == \
+               (r.probability, r.mean_epsilon, r.p5_epsilon, 12)
+        assert r.nominal_force_closure and abs(r.nominal_epsilon - g.quality.epsilon) <= 1e-9
+
+
+def test_cli_rank_robust_json(tmp_path, capsys):
+    import json
+
+    from graspsim.cli import main
+
+    out = tmp_path / "g.json"
+    assert main(["plan", str(JAW[0]), "--n", "3", "--iterations", "150", "--seed", "2", "--rank", "robust",
+                 "--samples", "4", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    d = json.loads(out.read_text())
+    api = plan_grasps(_load(JAW), "gripper", "box", n=3, iterations=150, seed=2, rank="robust", robust_samples=4)
+    assert d["rank"] == "robust" and len(d["grasps"]) == len(api)
+    for g, a in zip(d["grasps"], api):
+        assert g["robustness"] == (None if a.robustness is None else a.robustness.to_dict())
+        if a.robustness is not None:
+            assert set(g["robustness"]) == {"p_force_closure", "eps_mean", "eps_p05", "samples"}
+    assert ("robust: P(force closure)" in text) == any(a.robustness is not None for a in api)
+    assert main(["plan", str(JAW[0]), "--samples", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --samples 0: must be a number > 0"

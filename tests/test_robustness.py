@@ -172,7 +172,7 @@ def test_deterministic_for_a_seed_and_the_world_state_is_restored():
     (dict(sigma_rotation=(1, -1, 0)), "sigma_rotation"),
     (dict(friction=1.5), "friction"),
     (dict(obstacles="maybe"), "obstacles"),
-    (dict(closing="fast"), "closing"),
+    (dict(closing="fast"), "closing must be .static., .centred. or .dynamic."),
     (dict(grasp=object()), "palm_pose"),
     (dict(grasp=Grasp(np.eye(4), {"thumb": 0.0})), "no DOF 'thumb'"),
     (dict(friction=float("nan")), "friction"),
@@ -189,3 +189,19 @@ def test_exported_lazily_from_graspsim_grasp():
     assert grasp.robustness is robustness and callable(robustness)
     import graspsim.grasp.robust as m
     assert m.robustness is grasp.robustness      # importing the module does not shadow the function
+
+
+def test_centred_closing_recovers_a_shift_along_the_jaws_as_the_dynamic_one_does():
+    w = _box_world()
+    g = Grasp.from_world(w, "gripper")
+    kw = dict(samples=4, seed=1, sigma_position=(0, 0.005, 0), sigma_rotation=0, friction=0)
+    rs = robustness(w, "gripper", "box", g, **kw)
+    rc = robustness(w, "gripper", "box", g, closing="centred", **kw)
+    off = np.abs(rs.offsets[:, 1]) > 0.0005
+    assert off.sum() >= 2 and all(rs.kinds[i] == "not force closure" for i in np.flatnonzero(off))
+    # same draws (same seed); centred, the jaws end on both 50 mm faces of the shifted box: the
+    # same two 25 x 35 mm face contacts as the nominal grasp, so the same epsilon to within 1 %
+    assert np.array_equal(rc.offsets, rs.offsets)
+    assert rc.probability == 1.0 and rc.nominal_force_closure
+    assert abs(rc.nominal_epsilon - rs.nominal_epsilon) <= 1e-12     # nominal needs no centring
+    assert np.all(np.abs(rc.epsilons - rs.nominal_epsilon) <= 0.01 * rs.nominal_epsilon)

@@ -14,6 +14,12 @@ Directions (unit vectors in the world frame W, the way the hand moves):
 
 Candidate ids are consecutive integers in the order object, direction (sphere, normals, list),
 roll, stand-off, preshape -- the same for a given configuration and seed on every machine.
+
+With ``candidates: {planner: {...}}`` the candidates are instead the grasps that
+:func:`graspsim.planner.plan_grasps` returns for each object (:func:`plan_candidates`), in its
+order: the hand's base pose and preshape as the planner found them (``source = 'planner'``).
+An ``iterations`` budget makes them deterministic; whatever the budget, the runner stores them in
+the database, and a resumed run uses the stored ones.
 """
 from __future__ import annotations
 
@@ -22,8 +28,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-__all__ = ["Candidate", "ObjectGeometry", "object_geometry", "generate_candidates", "fibonacci_sphere",
-           "approach_frame"]
+__all__ = ["Candidate", "ObjectGeometry", "object_geometry", "generate_candidates", "plan_candidates",
+           "fibonacci_sphere", "approach_frame"]
 
 
 @dataclass(frozen=True)
@@ -38,18 +44,31 @@ class Candidate:
     roll: float             # rad about the approach axis (see approach_frame)
     standoff: float         # m: the palm stops this far before the target if nothing is touched first
     preshape: dict          # {dof name: value} set before the approach (rad or m)
+    # planner candidates (source 'planner'): no approach, the hand is put at this grasp
+    base_pose: tuple | None = None   # hand base pose, 16 floats (4x4 row-major, W, m)
+    energy: float | None = None      # the planner's search energy of the pre-grasp state
+    planned_dofs: dict | None = None  # {dof name: value} of the planner's closed grasp
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["direction"] = list(self.direction)
         d["target"] = list(self.target)
         d["preshape"] = dict(self.preshape)
+        if self.base_pose is None:           # grid candidates: the keys they always had
+            for k in ("base_pose", "energy", "planned_dofs"):
+                d.pop(k)
+        else:
+            d["base_pose"] = list(self.base_pose)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Candidate":
+        bp = d.get("base_pose")
         return cls(int(d["id"]), d["object"], d["source"], tuple(d["direction"]), tuple(d["target"]),
-                   float(d["roll"]), float(d["standoff"]), dict(d["preshape"]))
+                   float(d["roll"]), float(d["standoff"]), dict(d["preshape"]),
+                   tuple(float(x) for x in bp) if bp is not None else None,
+                   float(d["energy"]) if d.get("energy") is not None else None,
+                   dict(d["planned_dofs"]) if d.get("planned_dofs") is not None else None)
 
 
 @dataclass
@@ -148,6 +167,8 @@ def generate_candidates(config, geometries: dict) -> list[Candidate]:
     """Every candidate of a :class:`~graspsim.batch.config.BatchConfig` (or its dict), given
     ``geometries`` {object name: :class:`ObjectGeometry`}."""
     c = config.candidates if hasattr(config, "candidates") else config["candidates"]
+    if c.get("planner"):
+        raise ValueError("the candidates of this configuration come from the planner: use plan_candidates(config, worlds)")
     seed = config.seed if hasattr(config, "seed") else config["seed"]
     scenes = config.scenes if hasattr(config, "scenes") else config["scenes"]
     seqs = np.random.SeedSequence(int(seed)).spawn(len(scenes))
@@ -184,4 +205,35 @@ def generate_candidates(config, geometries: dict) -> list[Candidate]:
                 for so in c["standoffs"]:
                     for pre in c["preshapes"]:
                         out.append(Candidate(len(out), name, src, dt, tt, float(roll), float(so), dict(pre)))
+    return out
+
+
+def plan_candidates(config, worlds: dict) -> list[Candidate]:
+    """The candidates of a ``candidates: {planner: ...}`` configuration: for each scene in order, the
+    grasps :func:`graspsim.planner.plan_grasps` returns in its world (``worlds`` {object: World in
+    its initial state}, left so), as planned.  ``direction`` is the palm's approach axis and
+    ``target`` the palm position (W); roll and stand-off are 0.  Raises ValueError naming the
+    object when the planner cannot plan for it."""
+    from ..planner import plan_grasps
+
+    p = config.candidates["planner"] if hasattr(config, "candidates") else config["candidates"]["planner"]
+    hand = config.hand if hasattr(config, "hand") else config["hand"]
+    scenes = config.scenes if hasattr(config, "scenes") else config["scenes"]
+    out: list[Candidate] = []
+    for sc in scenes:
+        name = sc["object"]
+        w = worlds[name]
+        try:
+            grasps = plan_grasps(w, hand, name, n=int(p["n"]), seconds=p["seconds"], iterations=p["iterations"],
+                                 energy=p["energy"], seed=int(p["seed"]), restarts=int(p["restarts"]))
+        except ValueError as e:
+            raise ValueError(f"candidates.planner: object '{name}': {e}") from None
+        u = np.asarray(w.robots[hand].description.approach, dtype=float)
+        for g in grasps:
+            a = g.palm_pose[:3, :3] @ u
+            out.append(Candidate(len(out), name, "planner", tuple(float(x) for x in a),
+                                 tuple(float(x) for x in g.palm_pose[:3, 3]), 0.0, 0.0,
+                                 {k: float(v) for k, v in g.preshape.items()},
+                                 tuple(float(x) for x in np.asarray(g.base_pose).reshape(-1)), float(g.energy),
+                                 {k: float(v) for k, v in g.dofs.items()}))
     return out

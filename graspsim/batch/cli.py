@@ -17,6 +17,7 @@ BATCH_EPILOG = """examples:
   graspsim batch --world worlds/barrett_mug.yaml --sphere 64 --rolls 4 --standoff 60mm --standoff 140mm \\
                  --within 0,0,-1:90 --db quick.sqlite
   graspsim batch --hand robots/barrett.yaml --object objects/mug.yaml --object objects/can.yaml --sphere 32
+  graspsim batch --world worlds/parallel_jaw_box.yaml --planner 20 --plan-iterations 500 --robustness 20
   graspsim results summary mug.sqlite --top 10 --plots plots/
   graspsim results export mug.sqlite mug.parquet
 
@@ -127,6 +128,13 @@ def register(subparsers) -> None:
     cf.add_argument("--standoff", type=_num, action="append", metavar="D", help="stand-off distance (repeat)")
     cf.add_argument("--preshape", type=_preshape, action="append", metavar="DOF=V,...", help="preshape (repeat)")
     cf.add_argument("--dynamic", action="store_true", help="also the dynamic auto-grasp and a lift test")
+    cf.add_argument("--planner", type=_positive, metavar="N",
+                    help="candidates from the grasp planner: N grasps per object instead of the approach grid")
+    cf.add_argument("--plan-iterations", type=_positive, metavar="N",
+                    help="planner budget: N annealing steps per restart (default 2000; deterministic)")
+    cf.add_argument("--plan-seconds", type=float, metavar="S", help="planner budget: S s of search per object")
+    cf.add_argument("--robustness", type=_positive, metavar="SAMPLES",
+                    help="store the robustness of every force-closure candidate (SAMPLES noisy re-closings)")
     b.set_defaults(func=_cmd_batch)
 
     r = subparsers.add_parser("results", help="summarize or export a batch results database",
@@ -182,6 +190,17 @@ def _overrides(a) -> dict:
         c["standoffs"] = a.standoff
     if a.preshape:
         c["preshapes"] = a.preshape
+    p: dict = {}
+    if a.planner is not None:
+        p["n"] = a.planner
+    if a.plan_iterations is not None:
+        p["iterations"] = a.plan_iterations
+    if a.plan_seconds is not None:
+        p["seconds"] = a.plan_seconds
+    if p:
+        c["planner"] = p
+    if a.robustness is not None:
+        o["robustness"] = {"samples": a.robustness}
     if c:
         o["candidates"] = c
     if a.dynamic:

@@ -42,8 +42,12 @@ __all__ = ["BatchConfig", "BatchError", "load_config", "load_scene_world", "scen
 
 SCHEMA_VERSION = 1
 TOP_KEYS = ["batch", "description", "units", "seed", "world", "hand", "objects", "table", "candidates",
-            "evaluation", "output"]
-CANDIDATE_KEYS = ["directions", "rolls", "standoffs", "preshapes", "target", "clearance"]
+            "evaluation", "robustness", "output"]
+CANDIDATE_KEYS = ["directions", "rolls", "standoffs", "preshapes", "target", "clearance", "planner"]
+#: the approach grid's keys: not with ``planner``
+GRID_KEYS = ["directions", "rolls", "standoffs", "preshapes", "target"]
+PLANNER_KEYS = ["n", "seconds", "iterations", "seed", "energy", "restarts"]
+ROBUSTNESS_KEYS = ["samples", "seed", "sigma_position", "sigma_rotation", "friction", "obstacles", "closing"]
 DIRECTION_KEYS = ["sphere", "normals", "list", "within"]
 EVALUATION_KEYS = ["mode", "gws", "approach_step", "max_attempts", "dynamic"]
 DYNAMIC_KEYS = ["timeout", "lift_height", "lift_duration", "lift_hold"]
@@ -72,6 +76,16 @@ class BatchConfig:
     @property
     def objects(self) -> list[str]:
         return [s["object"] for s in self.scenes]
+
+    @property
+    def planner(self) -> dict | None:
+        """The planner settings when the candidates come from :func:`graspsim.planner.plan_grasps`."""
+        return self.candidates.get("planner")
+
+    @property
+    def robustness(self) -> dict | None:
+        """The robustness settings (:func:`graspsim.grasp.robustness` keywords) when the batch stores it."""
+        return self.evaluation.get("robustness")
 
     @property
     def dynamic(self) -> bool:
@@ -245,8 +259,11 @@ def load_config(source, *, overrides: dict | None = None, base_dir=None) -> Batc
     elif "hand" not in top:
         r.error(top.line or None, "hand", "missing required key 'hand' (a robot file, or with 'world' "
                 "the robot's name)")
-    cand = _read_candidates(r, top)
+    cand = _read_candidates(r, top, seed)
     evaluation = _read_evaluation(r, top)
+    rob = _read_robustness(r, top, seed)
+    if rob is not None:
+        evaluation["robustness"] = rob       # only when given: other runs keep their hash
     output = None
     if "output" in top:
         o = r.string(top, "output", "output")
@@ -289,7 +306,52 @@ def _merge(dst: YMap, src: YMap) -> None:
             dst.key_lines[k] = None
 
 
-def _read_candidates(r: Reader, top: YMap) -> dict:
+def _read_planner(r: Reader, c: YMap, seed: int) -> dict | None:
+    """``candidates.planner``: the settings of :func:`graspsim.planner.plan_grasps` per object."""
+    f = "candidates.planner"
+    m = r.mapping(c["planner"], f, c.line_of("planner"))
+    if m is None:
+        return None
+    r.check_keys(m, f, PLANNER_KEYS)
+    for k in GRID_KEYS:
+        if k in c:
+            r.error(c.line_of(k), f"candidates.{k}", "the approach grid's keys do not go with 'candidates.planner' "
+                    "(the planner chooses the hand's pose and preshape); remove one of them")
+    out = {"n": _integer(r, m, "n", f, default=10, minimum=1),
+           "seconds": r.number(m, "seconds", f, default=None, positive=True) if "seconds" in m else None,
+           "iterations": _integer(r, m, "iterations", f, default=0, minimum=1) if "iterations" in m else None,
+           "seed": _integer(r, m, "seed", f, default=seed),
+           "energy": r.string(m, "energy", f, default="contact", choices=["contact", "quality"]),
+           "restarts": _integer(r, m, "restarts", f, default=4, minimum=1)}
+    if out["seconds"] is None and out["iterations"] is None:
+        out["iterations"] = 2000           # plan_grasps' default budget: deterministic
+    return out
+
+
+def _read_robustness(r: Reader, top: YMap, seed: int) -> dict | None:
+    """``robustness``: :func:`graspsim.grasp.robustness` of every force-closure candidate (SI, degrees for
+    ``sigma_rotation`` as robustness() takes it)."""
+    if "robustness" not in top:
+        return None
+    f = "robustness"
+    m = r.mapping(top["robustness"], f, top.line_of("robustness"))
+    if m is None:
+        return None
+    r.check_keys(m, f, ROBUSTNESS_KEYS)
+    rot = r.number(m, "sigma_rotation", f, default=math.radians(5.0), unit="angle", nonnegative=True)
+    fr = r.number(m, "friction", f, default=0.2, nonnegative=True)
+    if fr is not None and fr >= 1:
+        r.error(m.line_of("friction"), f"{f}.friction", f"must be in [0, 1) (a relative spread), got {fr}")
+    return {"samples": _integer(r, m, "samples", f, default=20, minimum=1),
+            "seed": _integer(r, m, "seed", f, default=seed),
+            "sigma_position": r.number(m, "sigma_position", f, default=0.005, unit="length", nonnegative=True),
+            "sigma_rotation": math.degrees(rot) if rot is not None else 5.0,
+            "friction": fr,
+            "obstacles": r.string(m, "obstacles", f, default="ignore", choices=["fail", "ignore"]),
+            "closing": r.string(m, "closing", f, default="centred", choices=["static", "centred", "dynamic"])}
+
+
+def _read_candidates(r: Reader, top: YMap, seed: int = 0) -> dict:
     out = {"sphere": 0, "normals": 0, "list": [], "within": None, "rolls": [0.0], "standoffs": [0.0],
            "preshapes_raw": [], "preshapes": [{}], "target": "com", "clearance": 0.01}
     if "candidates" not in top:
@@ -300,6 +362,10 @@ def _read_candidates(r: Reader, top: YMap) -> dict:
         return out
     r.check_keys(c, "candidates", CANDIDATE_KEYS)
     f = "candidates"
+    if "planner" in c:
+        out["planner"] = _read_planner(r, c, seed)
+        out["clearance"] = r.number(c, "clearance", f, default=0.01, unit="length", nonnegative=True)
+        return out
     if "directions" in c:
         d = r.mapping(c["directions"], f"{f}.directions", c.line_of("directions"))
         if d is not None:
@@ -527,10 +593,11 @@ def _compose_scenes(r: Reader, top: YMap, base: Path):
 def _check_scene(r: Reader, top: YMap, cfg: BatchConfig, sc: dict, world) -> None:
     h = world.robots[cfg.hand]
     where = top.line_of("hand")
-    if h.instance.mount is not None:
+    if h.instance.mount is not None and not cfg.planner:
         pi, _, _ = h.instance.mount
         r.error(where, "hand", f"robot '{cfg.hand}' is mounted on '{world.description.robots[pi].name}'; batch "
                 "evaluation moves the hand freely and needs an unmounted hand (a hand-alone world, or a robot file "
+                "with object files; or planner candidates, which plan and evaluate the hand alone, the arm left out) "
                 "with object files)")
         return
     # preshapes: DOF names, units from the DOF kind, limits

@@ -17,7 +17,16 @@ For each candidate (see :mod:`graspsim.batch.candidates`):
 4. :func:`graspsim.control.static_auto_grasp` with the object named: force closure, epsilon,
    volume, contact count;
 5. with ``mode: dynamic``, from the approach pose again: ``dynamic_auto_grasp`` and
-   ``lift_test`` (held, slip, lifted, dropped).
+   ``lift_test`` (held, slip, lifted, dropped);
+6. with ``robustness`` set, for a force-closure grasp: :func:`graspsim.grasp.robustness` of the
+   grasp at the approach pose (palm pose and preshape DOFs), from the world's initial state, with
+   the same seed for every candidate (all see the same noise draws).
+
+A planner candidate (``source = 'planner'``) skips 2-3: the hand is put at the planned base pose
+with the planned preshape (``approach_stop = 'planned'``); a collision there is still
+``pregrasp_collision``.  Its row keeps the planner's energy and closed DOFs.  A hand mounted on
+an arm is planned and evaluated alone (:func:`graspsim.planner.free_hand_world`: the arm left
+out, its reach not checked), as ``graspsim plan`` does.
 
 Any exception of a candidate is caught and recorded (``status = 'error'``, ``error_kind`` its
 class name, ``error_stage`` where it happened); the run goes on.
@@ -66,7 +75,10 @@ def base_row(c: Candidate) -> dict:
     return {"id": c.id, "object": c.object, "source": c.source,
             "dir_x": c.direction[0], "dir_y": c.direction[1], "dir_z": c.direction[2],
             "target_x": c.target[0], "target_y": c.target[1], "target_z": c.target[2],
-            "roll": c.roll, "standoff": c.standoff, "preshape": json.dumps(c.preshape, sort_keys=True)}
+            "roll": c.roll, "standoff": c.standoff, "preshape": json.dumps(c.preshape, sort_keys=True),
+            "planner_energy": c.energy,
+            "planner_dofs": json.dumps(c.planned_dofs, sort_keys=True) if c.planned_dofs is not None else None,
+            "planner_pose": json.dumps(list(c.base_pose)) if c.base_pose is not None else None}
 
 
 _IDENTITY = np.eye(4)
@@ -76,11 +88,16 @@ _IDENTITY.setflags(write=False)
 class _Scene:
     """One object's world with the hand: loaded once per worker, reset before every candidate."""
 
-    def __init__(self, scene: dict, hand: str, world=None):
+    def __init__(self, scene: dict, hand: str, world=None, *, free_hand: bool = False):
         from ..collision import PairView, model_for
         from .config import load_scene_world
 
-        self.world = w = world if world is not None else load_scene_world(scene)
+        w = world if world is not None else load_scene_world(scene)
+        if free_hand and w.robots[hand].instance.mount is not None:
+            from ..planner import free_hand_world
+
+            w = free_hand_world(w, hand)     # planner candidates of a hand on an arm: the hand alone
+        self.world = w
         self.obj = scene["object"]
         self.hand = w.robots[hand]
         if self.hand.instance.mount is not None:
@@ -159,12 +176,14 @@ class Evaluator:
         self.faults = dict(faults or {})
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
         self._dyn = dynamic_api() if self.ev["mode"] == "dynamic" else None
+        self.robust = self.ev.get("robustness")
 
     def scene(self, obj: str) -> _Scene:
         sc = self.scenes.get(obj)
         if sc is None:
             spec = next(s for s in self.config["scenes"] if s["object"] == obj)
-            sc = self.scenes[obj] = _Scene(spec, self.hand, self._given.pop(obj, None))
+            sc = self.scenes[obj] = _Scene(spec, self.hand, self._given.pop(obj, None),
+                                           free_hand=bool(self.config["candidates"].get("planner")))
         return sc
 
     def load_all(self) -> None:
@@ -225,7 +244,6 @@ class Evaluator:
 
     def _evaluate(self, sc: _Scene, cand: Candidate, row: dict) -> None:
         from ..collision import localize_impact
-        from ..control import static_auto_grasp
         from ..errors import CollisionError
 
         w, h = sc.world, sc.hand
@@ -233,6 +251,12 @@ class Evaluator:
         w.restore_state(sc.initial)
         if cand.preshape:
             h.set_dofs(cand.preshape)
+        if cand.base_pose is not None:
+            self._place_planned(sc, cand, row)
+            if row.get("status") == "pregrasp_collision":
+                return
+            self._grasp(sc, cand, row)
+            return
         key = json.dumps(cand.preshape, sort_keys=True)
         reach, X_BP = sc.hand_geometry(key)
 
@@ -295,9 +319,35 @@ class Evaluator:
         row["touched"] = touched
         self._pose_columns(row, h)
         row["t_approach"] = time.perf_counter() - t1
+        self._grasp(sc, cand, row)
 
+    def _place_planned(self, sc: _Scene, cand: Candidate, row: dict) -> None:
+        """A planner candidate: the hand at its planned base pose with its preshape (already set)."""
+        w, h = sc.world, sc.hand
+        row["_stage"] = "pregrasp"
+        h.base_pose = np.asarray(cand.base_pose, dtype=float).reshape(4, 4)
+        self._fault(cand, "pregrasp")
+        pen = sc.model.penetrating(w.body_poses(), pairs=sc.pairs)
+        self._pose_columns(row, h)
+        if pen:
+            row["status"] = "pregrasp_collision"
+            row["collision"] = sc.names(pen)
+            return
+        row["approach_stop"] = "planned"
+        row["approach_travel"] = 0.0
+
+    def _grasp(self, sc: _Scene, cand: Candidate, row: dict) -> None:
+        """Steps 4-6 from the hand's current (approach) pose."""
+        from ..control import static_auto_grasp
+
+        w, h = sc.world, sc.hand
         row["_stage"] = "grasp"
-        approach_state = w.save_state() if self._dyn is not None else None
+        approach_state = w.save_state() if (self._dyn is not None or self.robust) else None
+        pregrasp = None
+        if self.robust:
+            from ..grasp.robust import Grasp
+
+            pregrasp = Grasp(h.palm_pose, dict(zip(h.dof_names, (float(v) for v in h.dof_values))))
         t2 = time.perf_counter()
         self._fault(cand, "grasp")
         res = static_auto_grasp(w, self.hand, obj=cand.object, gws=self.ev["gws"])
@@ -313,6 +363,21 @@ class Evaluator:
         row["dofs"] = _json_floats(res.dofs)
         row["stopped_by"] = json.dumps(res.stopped_by, sort_keys=True)
         row["status"] = "ok"
+
+        if self.robust and row["force_closure"]:
+            from ..grasp.robust import robustness
+
+            row["_stage"] = "robustness"
+            w.restore_state(sc.initial)
+            t5 = time.perf_counter()
+            opts = {k: v for k, v in self.robust.items() if k not in ("samples", "seed")}
+            rq = robustness(w, self.hand, cand.object, pregrasp, samples=int(self.robust["samples"]),
+                            seed=int(self.robust["seed"]), gws=self.ev["gws"], **opts)
+            row["t_robust"] = time.perf_counter() - t5
+            row["rob_p_force_closure"] = float(rq.probability)
+            row["rob_eps_mean"] = float(rq.mean_epsilon)
+            row["rob_eps_p05"] = float(rq.p5_epsilon)
+            row["rob_samples"] = int(rq.samples)
 
         if self._dyn is not None:
             dynamic_auto_grasp, lift_test = self._dyn
@@ -366,7 +431,7 @@ def _evaluator_for(config: dict, faults=None) -> Evaluator:
     if cache is None:
         cache = _LOCAL.cache = {}
     key = json.dumps([config["scenes"], config["evaluation"], config["hand"], config["candidates"]["clearance"],
-                      sorted((faults or {}).items())], sort_keys=True)
+                      bool(config["candidates"].get("planner")), sorted((faults or {}).items())], sort_keys=True)
     ev = cache.get(key)
     if ev is None:
         ev = cache[key] = Evaluator(config, faults=faults)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 
-from .candidates import Candidate, generate_candidates, object_geometry
+from .candidates import Candidate, generate_candidates, object_geometry, plan_candidates
 from .config import BatchConfig, BatchError, load_config, load_scene_world
 from .evaluate import DynamicUnavailable, Evaluator, base_row, dynamic_api, evaluate_chunk
 from .lock import RunLock
@@ -85,10 +85,19 @@ class RunResult:
                 + f"\nresults: {self.db}")
 
 
-def prepare(config):
-    """(BatchConfig, candidates, {object: World}) -- the worlds loaded for candidate generation."""
+def prepare(config, *, stored: list | None = None):
+    """(BatchConfig, candidates, {object: World}) -- the worlds loaded for candidate generation.
+    Planner candidates are planned here (:func:`~graspsim.batch.candidates.plan_candidates`)
+    unless ``stored`` (the ones a resumed run stored) are given."""
     cfg = config if isinstance(config, BatchConfig) else load_config(config)
     worlds = {s["object"]: load_scene_world(s) for s in cfg.scenes}
+    if cfg.planner:
+        if stored is not None:
+            return cfg, list(stored), worlds
+        try:
+            return cfg, plan_candidates(cfg, worlds), worlds
+        except ValueError as e:
+            raise BatchError(f"{cfg.source or 'batch'}: {e}") from None
     geo = {o: object_geometry(w, o) for o, w in worlds.items()}
     return cfg, generate_candidates(cfg, geo), worlds
 
@@ -429,9 +438,19 @@ def run_batch(config, db=None, *, workers: int = 0, scheduler: str | None = None
         store = None
         finished = emptied = False
         try:
-            cfg, cands, worlds = prepare(cfg)
-            store = ResultStore(db)
-            warning = store.init_run(cfg, len(cands), resume=resume, overwrite=overwrite)
+            stored = None
+            if cfg.planner:
+                # planner candidates: a resumed run takes the stored ones (a seconds budget plans
+                # differently every time; the ids must keep naming the same grasps)
+                store = ResultStore(db)
+                emptied = created
+                if resume and not overwrite:
+                    stored = store.stored_candidates(cfg)
+            cfg, cands, worlds = prepare(cfg, stored=stored)
+            if store is None:
+                store = ResultStore(db)
+            warning = store.init_run(cfg, len(cands), resume=resume, overwrite=overwrite,
+                                     candidates=cands if cfg.planner else None)
             emptied = created or overwrite           # a new database, or the old run discarded
             if warning and progress != "off":
                 print(warning, file=out)

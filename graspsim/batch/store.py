@@ -36,7 +36,7 @@ __all__ = ["ResultStore", "COLUMNS", "RESULT_COLUMNS", "TIMING_COLUMNS", "read_r
 COLUMNS = [
     ("id", "INTEGER", "candidate id (generation order)"),
     ("object", "TEXT", "target object"),
-    ("source", "TEXT", "direction source: sphere | normal | list"),
+    ("source", "TEXT", "direction source: sphere | normal | list | planner"),
     ("dir_x", "REAL", "approach direction (unit, world frame)"),
     ("dir_y", "REAL", ""),
     ("dir_z", "REAL", ""),
@@ -48,10 +48,11 @@ COLUMNS = [
     ("preshape", "TEXT", "JSON {dof: value} set before the approach"),
     ("status", "TEXT", "ok | pregrasp_collision | error"),
     ("error_kind", "TEXT", "exception class (error rows)"),
-    ("error_stage", "TEXT", "setup | preshape | pregrasp | approach | grasp | analysis | dynamic | lift | worker"),
+    ("error_stage", "TEXT", "setup | preshape | pregrasp | approach | grasp | analysis | robustness | dynamic | lift | "
+                            "worker"),
     ("error", "TEXT", "error message"),
     ("collision", "TEXT", "pairs interpenetrating at the pre-grasp pose"),
-    ("approach_stop", "TEXT", "contact | standoff"),
+    ("approach_stop", "TEXT", "contact | standoff | planned"),
     ("approach_travel", "REAL", "distance moved from the pre-grasp pose (m)"),
     ("touched", "TEXT", "bodies the approach touched"),
     ("palm_x", "REAL", "palm position before closing (m, world)"),
@@ -84,10 +85,19 @@ COLUMNS = [
     ("t_total", "REAL", "whole candidate, wall (s)"),
     ("t_cpu", "REAL", "whole candidate, CPU time of the evaluating thread (s)"),
     ("worker", "TEXT", "host:pid that evaluated it"),
+    # added after the first release: an older database gets them on opening (ALTER TABLE), NULL in old rows
+    ("planner_energy", "REAL", "planner candidates: the planner's search energy of the pre-grasp state"),
+    ("planner_dofs", "TEXT", "planner candidates: JSON {dof: value} of the planner's closed grasp (rad or m)"),
+    ("planner_pose", "TEXT", "planner candidates: JSON hand base pose, 16 floats (4x4 row-major, m, world)"),
+    ("rob_p_force_closure", "REAL", "robustness: probability of force closure under pose and friction noise"),
+    ("rob_eps_mean", "REAL", "robustness: mean epsilon over the samples (failures as 0)"),
+    ("rob_eps_p05", "REAL", "robustness: 5th-percentile epsilon over the samples"),
+    ("rob_samples", "INTEGER", "robustness: samples"),
+    ("t_robust", "REAL", "robustness (s)"),
 ]
 NAMES = [c[0] for c in COLUMNS]
 TYPES = {c[0]: c[1] for c in COLUMNS}
-TIMING_COLUMNS = ("t_approach", "t_grasp", "t_dynamic", "t_lift", "t_total", "t_cpu", "worker")
+TIMING_COLUMNS = ("t_approach", "t_grasp", "t_dynamic", "t_lift", "t_total", "t_cpu", "worker", "t_robust")
 RESULT_COLUMNS = tuple(n for n in NAMES if n not in TIMING_COLUMNS)
 
 
@@ -123,6 +133,11 @@ class ResultStore:
             self.con.execute("CREATE TABLE IF NOT EXISTS sessions (session INTEGER PRIMARY KEY AUTOINCREMENT, "
                              "started TEXT, finished TEXT, status TEXT, workers INTEGER, scheduler TEXT, "
                              "evaluated INTEGER, host TEXT, pid INTEGER, graspsim_version TEXT)")
+            # migration: a database written before a column existed gets it (NULL in its rows)
+            have = {r[1] for r in self.con.execute("PRAGMA table_info(results)")}
+            for n, t, _ in COLUMNS:
+                if n not in have:
+                    self.con.execute(f"ALTER TABLE results ADD COLUMN {n} {t}")
 
     def close(self) -> None:
         self.con.close()
@@ -158,8 +173,19 @@ class ResultStore:
     def result_count(self) -> int:
         return int(self.con.execute("SELECT COUNT(*) FROM results").fetchone()[0])
 
-    def init_run(self, config, n_candidates: int, *, resume: bool, overwrite: bool = False) -> str | None:
-        """Record the run's configuration, or check it against the one stored (``resume``).
+    def stored_candidates(self, config) -> list | None:
+        """The candidates stored by a run of ``config`` (planner candidates), or None."""
+        from .candidates import Candidate
+
+        meta = self.meta()
+        if meta.get("config_hash") != config.config_hash() or "candidates" not in meta:
+            return None
+        return [Candidate.from_dict(d) for d in json.loads(meta["candidates"])]
+
+    def init_run(self, config, n_candidates: int, *, resume: bool, overwrite: bool = False,
+                 candidates: list | None = None) -> str | None:
+        """Record the run's configuration (and ``candidates``, when they are not generated from it
+        alone: the planner's), or check it against the one stored (``resume``).
         Returns a warning (a resumed run started by another graspsim version) or None."""
         from .. import __version__
 
@@ -189,6 +215,8 @@ class ResultStore:
                       "n_candidates": str(n_candidates), "graspsim_version": __version__,
                       "schema_version": str(SCHEMA_VERSION), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                       "sqlite_version": sqlite3.sqlite_version}
+            if candidates is not None:
+                values["candidates"] = json.dumps([c.to_dict() for c in candidates])
             with self.transaction():
                 self.con.executemany("INSERT OR REPLACE INTO run_config (key, value) VALUES (?, ?)", values.items())
             return None
@@ -283,7 +311,10 @@ def read_results(db, *, columns=None, timings: bool = True, where: str | None = 
         raise ValueError(f"unknown result columns: {', '.join(bad)}")
     con = _open_ro(db)
     try:
-        q = f"SELECT {', '.join(cols)} FROM results" + (f" WHERE {where}" if where else "") + " ORDER BY id"
+        have = {r[1] for r in con.execute("PRAGMA table_info(results)")}
+        # a database from before a column existed (opened read-only, not migrated): NULL
+        sel = ", ".join(c if c in have else f"NULL AS {c}" for c in cols)
+        q = f"SELECT {sel} FROM results" + (f" WHERE {where}" if where else "") + " ORDER BY id"
         return [dict(zip(cols, r)) for r in con.execute(q, params)]
     finally:
         con.close()

@@ -19,7 +19,7 @@ __all__ = ["Summary", "summarize", "plot_summary", "summary_figures"]
 _COLS = ["id", "object", "source", "dir_x", "dir_y", "dir_z", "roll", "standoff", "preshape", "status",
          "error_kind", "error_stage", "error", "force_closure", "epsilon", "volume", "n_contacts", "approach_stop",
          "touched", "collision", "held", "slip", "lifted", "dropped", "dyn_force_closure", "dyn_epsilon", "t_total",
-         "t_cpu"]
+         "t_cpu", "rob_p_force_closure", "rob_eps_mean", "rob_eps_p05", "rob_samples"]
 
 
 @dataclass
@@ -47,6 +47,8 @@ class Summary:
     timing: dict = field(default_factory=dict)
     rows: list = field(default_factory=list, repr=False)
     best_by_object: dict = field(default_factory=dict)   # object -> its best row (as ``best`` ranks), if any
+    best_robust: list = field(default_factory=list)      # top rows by robustness (runs that store it)
+    dof_units: dict = field(default_factory=dict)        # DOF name -> (unit, scale from SI) for the preshapes
 
     def object_rates(self) -> dict:
         """object -> (evaluated rows, successes, success rate); every row counts (errors fail)."""
@@ -131,13 +133,21 @@ class Summary:
             for r in self.best:
                 az = math.degrees(math.atan2(r["dir_y"], r["dir_x"]))
                 el = math.degrees(math.asin(max(-1.0, min(1.0, r["dir_z"]))))
-                pre = _preshape_text(r["preshape"])
+                pre = _preshape_text(r["preshape"], self.dof_units)
                 s = (f"  {r['id']:6d}  {r['object'][:12]:12s}  ({az:7.1f}, {el:6.1f})   {math.degrees(r['roll']):8.1f}  "
                      f"{r['standoff'] * 1e3:11.1f}  {pre[:19]:19s}  {r['epsilon']:8.4f}  {r['volume']:8.3g}  "
                      f"{r['n_contacts']:8d}")
                 if dyn:
                     s += f"  {'yes' if r.get('held') else 'no ':>4s}  {(r.get('slip') or 0.0) * 1e3:7.2f}"
                 L.append(s)
+        if self.best_robust:
+            ns = sorted({r["rob_samples"] for r in self.best_robust})
+            L.append(f"best {len(self.best_robust)} grasps by robustness (probability of force closure under object "
+                     f"pose and friction noise, {'/'.join(map(str, ns))} samples; then mean, 5th-percentile epsilon):")
+            L.append("      id  object        P(force closure)  eps mean   eps p05   epsilon")
+            for r in self.best_robust:
+                L.append(f"  {r['id']:6d}  {r['object'][:12]:12s}  {r['rob_p_force_closure']:16.2f}  "
+                         f"{r['rob_eps_mean']:8.4f}  {r['rob_eps_p05']:8.4f}  {r['epsilon']:8.4f}")
         fails = {k: c for k, c in self.failures.items() if c}
         nf = sum(fails.values())
         if nf:
@@ -162,12 +172,35 @@ class Summary:
         return plot_summary(self, directory)
 
 
-def _preshape_text(js) -> str:
+def _preshape_text(js, units: dict | None = None) -> str:
+    """A preshape's DOF values in degrees or millimetres (``units`` from :func:`_dof_units`; a DOF
+    not in it is taken as revolute)."""
     try:
         d = json.loads(js or "{}")
     except ValueError:
         return str(js)
-    return ",".join(f"{k}={math.degrees(v):.0f}" for k, v in d.items()) or "-"
+    units = units or {}
+    return ",".join(f"{k}={v * units.get(k, ('', 180.0 / math.pi))[1]:.0f}{units.get(k, ('', 0))[0]}"
+                    for k, v in d.items()) or "-"
+
+
+def _dof_units(cfg: dict) -> dict:
+    """DOF name -> ('', 180/pi) for revolute, ('mm', 1000) for prismatic DOFs of the run's hand, read
+    from its model files; {} when they cannot be read (moved since the run)."""
+    try:
+        sc = cfg["scenes"][0]
+        if "world_file" in sc:
+            from ..model.loader import load_world as load_description
+
+            robot = next(r.robot for r in load_description(sc["world_file"]).robots if r.name == cfg["hand"])
+        else:
+            from .. import load_robot
+
+            robot = load_robot(sc["compose"]["hand_file"])
+        return {n: (("", 180.0 / math.pi) if robot.joints[d.joints[0]].kind == "revolute" else ("mm", 1000.0))
+                for n, d in zip(robot.dof_names, robot.dofs)}
+    except Exception:  # noqa: BLE001 -- a summary of an old database still prints, in degrees
+        return {}
 
 
 def _overlapped(row: dict, hand: str) -> set:
@@ -222,6 +255,9 @@ def summarize(db, *, top: int = 10, object: str | None = None) -> Summary:
         d["rows"] += 1
         d["force_closure"] += int(bool(r["force_closure"]))
         d["held"] += int(bool(r["held"]))
+    robust = [r for r in fc if r["rob_samples"] is not None]
+    best_robust = sorted(robust, key=lambda r: (-r["rob_p_force_closure"], -r["rob_eps_mean"], -r["rob_eps_p05"],
+                                                r["id"]))[:max(0, top)]
     timing = {}
     tt = [r["t_total"] for r in rows if r["t_total"] is not None]
     tc = [r["t_cpu"] for r in rows if r["t_cpu"] is not None]
@@ -232,7 +268,7 @@ def summarize(db, *, top: int = 10, object: str | None = None) -> Summary:
                    total=int(meta.get("n_candidates", len(rows))), evaluated=len(rows), by_status=dict(by_status),
                    by_object=by_object, force_closure=len(fc), epsilon=eps, best=best, errors=errors,
                    outcomes=outcomes, collisions=dict(collisions.most_common()), dynamic=dynamic, timing=timing,
-                   rows=rows, best_by_object=best_by_object)
+                   rows=rows, best_by_object=best_by_object, best_robust=best_robust, dof_units=_dof_units(cfg))
 
 
 def plot_summary(s: Summary, directory) -> list[Path]:

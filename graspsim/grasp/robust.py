@@ -30,6 +30,12 @@ gripper would push it to the middle.  ``closing="dynamic"`` simulates that push 
 per sample; it needs the obstacles the object rests on, else the object falls); or give the
 closing axis a zero sigma (per-axis sigmas) to measure the rest.
 
+``closing="centred"`` is the static closing followed, when it is not force closure, by the
+planner's centring (:meth:`graspsim.planner.api.Problem.close_centred`): the hand shifts by half
+the gap of its finger link farthest from the object and closes again from the pre-grasp DOFs
+(twice at most, only where the open hand is collision-free) -- what a gripper pushing the object
+to its middle ends with, at the cost of a static closing instead of a simulation.
+
 An object resting on a table interpenetrates it for almost any tilt or downward shift, so with
 ``obstacles="fail"`` (default) such a world fails nearly every sample as ``"obstacle"``;
 ``obstacles="ignore"`` moves the world's obstacles (static bodies) out of reach for the nominal
@@ -185,8 +191,8 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
         raise ValueError(f"friction must be in [0, 1) (a relative spread), got {friction!r}")
     if obstacles not in ("fail", "ignore"):
         raise ValueError(f"obstacles must be 'fail' or 'ignore', got {obstacles!r}")
-    if closing not in ("static", "dynamic"):
-        raise ValueError(f"closing must be 'static' or 'dynamic', got {closing!r}")
+    if closing not in ("static", "centred", "dynamic"):
+        raise ValueError(f"closing must be 'static', 'centred' or 'dynamic', got {closing!r}")
     if not isinstance(timeout, (int, float, np.number)) or not 0 < timeout < np.inf:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if gws not in ("L1", "Linf"):
@@ -213,17 +219,49 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
         hand_bodies = set(int(i) for i in world.table.robot_links[world.robots[hand].index])
         model = model_for(world)
         obj_pairs = model.pairs[(model.pairs[:, 0] == io) | (model.pairs[:, 1] == io)]
+        h = world.robots[hand]
+        rows = np.asarray(world.table.robot_links[h.index], dtype=np.int64)
+        fingers = [int(rows[i]) for i, l in enumerate(h.description.links)
+                   if l.shape is not None and i != h.description.palm_link and i != h.description.base_link]
+        hs = set(int(i) for i in rows)
+        hand_pairs = np.array([(a, b) for a, b in model.pairs if (int(a) in hs) != (int(b) in hs)],
+                              dtype=np.int64).reshape(-1, 2)
+
+        def recentre(open_state, scale: float, v):
+            """While ``v`` is not force closure: from the closed state the world is in, the gap of
+            the finger link farthest from the object; the hand back to ``open_state`` (the sample's
+            object, the hand open) shifted by half that gap, kept only if the open hand is free
+            there, and closed again.  Twice at most (the planner's centring)."""
+            for _ in range(2):
+                if isinstance(v, tuple) or not fingers or h.instance.mount is not None:
+                    break
+                P = world.body_poses()
+                gaps = [model.distance(f, io, P) for f in fingers]
+                d, p_link, p_obj = gaps[int(np.argmax([g[0] for g in gaps]))]
+                if not d > model.threshold:
+                    break
+                world.restore_state(open_state)
+                X = h.base_pose
+                X[:3, 3] += 0.5 * (np.asarray(p_obj) - np.asarray(p_link))
+                h.base_pose = X
+                if len(hand_pairs) and model.penetrating(world.body_poses(), pairs=hand_pairs):
+                    break
+                open_state = world.save_state()
+                cs = static_auto_grasp(world, hand, obj=object, analyze=False, gws=gws).contacts
+                r = _analyze(world, hand, object, cs, scale, gws)
+                v = "no contact" if r is None else (r if r[0] else "not force closure")
+            return v
 
         def close(scale: float) -> tuple[bool, float] | str:
-            if closing == "static":
+            open_state = world.save_state() if closing == "centred" else None
+            if closing in ("static", "centred"):
                 cs = static_auto_grasp(world, hand, obj=object, analyze=False, gws=gws).contacts
             else:
                 dynamic_auto_grasp(world, hand, obj=object, timeout=timeout, analyze=False)
                 cs = None      # the contacts of the settled state, found at the world's threshold
-            v = _analyze(world, hand, object, cs, scale, gws)
-            if v is None:
-                return "no contact"
-            return v if v[0] else "not force closure"
+            r = _analyze(world, hand, object, cs, scale, gws)
+            v = "no contact" if r is None else (r if r[0] else "not force closure")
+            return v if open_state is None else recentre(open_state, scale, v)
 
         world.restore_state(pre)
         nominal = close(1.0)

@@ -25,6 +25,8 @@ Calls made (public API the rest of graspsim provides):
   ``graspsim.control.start_dynamic_grasp(sim, hand_name)`` -> a controller passed to every
   following ``sim.step(controller)`` (None: the call configured the simulator itself) and
   ``graspsim.control.dynamic_open_hand(sim, hand_name)`` -> a controller likewise.
+* ``graspsim.planner.plan_grasps(world, hand, object, seconds=, n=, seed=, progress=)`` (in the
+  planner thread, on :func:`world_copy`) and ``PlannedGrasp.apply(world, hand)``.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ import numpy as np
 __all__ = ["ContactView", "find_contacts", "analyze", "make_simulator", "sim_time",
            "sim_step", "sim_sync", "sim_poses", "sim_contacts", "sim_body_velocity", "to_views",
            "apply_external_force", "auto_grasp", "dynamic_auto_grasp", "drive_controller",
-           "dynamic_open_hand"]
+           "dynamic_open_hand", "world_copy", "plan_grasps", "apply_grasp"]
 
 
 @dataclass
@@ -217,3 +219,30 @@ def dynamic_open_hand(sim, hand: str):
     from graspsim.control import dynamic_open_hand as open_hand
 
     return open_hand(sim, hand)
+
+
+def world_copy(world):
+    """A new World of the same description in the same state (its own collision model: the
+    planner thread works on it while the window uses ``world``)."""
+    from graspsim.world import World
+
+    w = World(world.description)
+    w.restore_state(world.save_state())
+    return w
+
+
+def plan_grasps(world, hand: str, obj: str, *, seconds: float, n: int = 10, seed: int = 0, progress=None,
+                robust_samples: int = 0) -> list:
+    """Planned grasps of ``obj`` by ``hand`` (:func:`graspsim.planner.plan_grasps`, a seconds budget);
+    ``robust_samples`` > 0 ranks them by robustness (``rank="robust"``) with that many samples."""
+    from graspsim.planner import plan_grasps as plan
+
+    if robust_samples > 0:
+        return plan(world, hand, obj, n=n, seconds=seconds, seed=seed, progress=progress, rank="robust",
+                    robust_samples=int(robust_samples))
+    return plan(world, hand, obj, n=n, seconds=seconds, seed=seed, progress=progress)
+
+
+def apply_grasp(world, hand: str, grasp) -> None:
+    """Put the (unmounted) hand in a planned grasp: base pose and joint values."""
+    grasp.apply(world, hand)

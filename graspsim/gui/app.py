@@ -107,6 +107,12 @@ class Viewer:
         self._status: list[str] = []
         self._status_version, self._status_time = -1, 0.0
         self.frames = 0
+        #: seconds of search the Plan button and key give the planner
+        self.plan_seconds = 5.0
+        #: samples per grasp of the scripted ``plan SECONDS robust``
+        self.plan_robust_samples = 10
+        #: frames drawn while the last scripted ``plan`` ran, and its wall time (s)
+        self.plan_frames: tuple[int, float] | None = None
 
     # -- geometry helpers -----------------------------------------------------------------------
     @property
@@ -398,6 +404,12 @@ class Viewer:
             self.fit()
         elif action == "help":
             self.show_help = not self.show_help
+        elif action == "plan":
+            ss.plan(self.plan_seconds)
+        elif action == "next_grasp":
+            ss.next_grasp(1)
+        elif action == "prev_grasp":
+            ss.next_grasp(-1)
         else:
             raise KeyError(f"unknown action '{action}'")
         self.redraw()
@@ -428,7 +440,7 @@ class Viewer:
         big = bool(modifiers & K.MOD_SHIFT)
         keymap = {K.G: "autograsp", K.D: "dyngrasp", K.O: "open", K.SPACE: "run", K.N: "step", K.R: "reset",
                   K.C: "cones", K.W: "wrench", K.F: "fit", K.H: "help", K._1: "tool:select", K._2: "tool:move",
-                  K._3: "tool:pull", K._4: "tool:push"}
+                  K._3: "tool:pull", K._4: "tool:push", K.P: "plan", K.M: "next_grasp", K.B: "prev_grasp"}
         if symbol == K.ESCAPE:
             if self.show_help:
                 self.show_help = False
@@ -803,6 +815,27 @@ class Viewer:
                       f"{self.renderer.triangles} triangles)")
             return gen()
 
+        def plan(c):
+            robust = self.plan_robust_samples if len(c.args) > 1 else 0
+            if not ss.plan(c.args[0] if c.args else self.plan_seconds, robust_samples=robust):
+                self._warn(False, c)
+                return None
+            n0, t0 = self.frames, time.perf_counter()
+
+            def gen():
+                while ss.planning:       # the window keeps drawing (and taking events) meanwhile
+                    yield
+                self.plan_frames = (self.frames - n0, time.perf_counter() - t0)
+                ss.poll_plan()
+                if ss.plan_error is not None:
+                    raise err(c, f"planning failed: {ss.plan_error}")
+            return gen()
+
+        def grasp_step(step):
+            def h(c):
+                self._warn(ss.next_grasp(step), c)
+            return h
+
         def print_(c):
             print(" ".join(c.args))
             for line in ss.status_lines(self.fps()):
@@ -826,4 +859,5 @@ class Viewer:
                 "drag": drag, "press": press, "dragto": dragto, "release": release, "pull": pull,
                 "push": push, "target": target, "click": click, "scroll": scroll, "tool": tool, "frames": frames,
                 "wait": wait,
-                "screenshot": screenshot, "fps": fps, "print": print_, "quit": quit_}
+                "screenshot": screenshot, "fps": fps, "print": print_, "quit": quit_, "plan": plan,
+                "next_grasp": grasp_step(1), "prev_grasp": grasp_step(-1)}

@@ -22,7 +22,8 @@ BUTTONS = [
     ("run", "Run/Stop", "Space"), ("step", "Step", "N"), ("reset", "Reset", "R"), None,
     ("tool:select", "Select", "1"), ("tool:move", "Move", "2"), ("tool:pull", "Pull", "3"),
     ("tool:push", "Push", "4"), None,
-    ("cones", "Cones", "C"), ("wrench", "Wrench", "W"), ("fit", "Fit", "F"), ("help", "Help", "H"),
+    ("cones", "Cones", "C"), ("wrench", "Wrench", "W"), ("fit", "Fit", "F"), ("help", "Help", "H"), None,
+    ("plan", "Plan", "P"), ("prev_grasp", "< Grasp", "B"), ("next_grasp", "Grasp >", "M"),
 ]
 
 HELP = """Mouse
@@ -32,7 +33,8 @@ Keys
   G auto-grasp   D dynamic auto-grasp   O open hand   Space run/stop dynamics   N one step   R reset
   Tab / shift+Tab select next / previous   [ ] choose DOF   - = change DOF (shift: x5)   sliders on the right
   arrows move the selected robot or body (camera-relative, 5 mm; shift 20 mm)   PageUp/PageDown up/down   Q E turn
-  1 2 3 4 tools   C cones   W wrench-space panel   , . force arrow scale   F fit view   F12 screenshot   H help   Esc quit"""
+  1 2 3 4 tools   C cones   W wrench-space panel   , . force arrow scale   F fit view   F12 screenshot   H help   Esc quit
+  P plan grasps (in the background)   M / B next / previous planned grasp"""
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Overlay:
     BUTTON_H = 24
     SLIDER_W = 240
     SLIDER_STEP = 38
+    STATUS_LINES = 5
 
     def __init__(self, window: pyglet.window.Window):
         self.window = window
@@ -104,19 +107,20 @@ class Overlay:
             lab = Label(name, font_name=FONT, font_size=9, x=sx, y=ty + 10, color=(235, 235, 235, 255),
                         batch=self.batch, group=self.txt)
             self.sliders.append(((sx, ty - 6, self.SLIDER_W, 18), track, knob, lab))
-        self.status_box = shapes.Rectangle(0, 0, min(width, 760), 80, color=(20, 22, 26, 170), batch=self.batch,
+        self.status_box = shapes.Rectangle(0, 0, min(width, 760), 97, color=(20, 22, 26, 170), batch=self.batch,
                                            group=self.bg)
-        for i in range(4):
-            self.status_labels.append(Label("", font_name=FONT, font_size=10, x=8, y=8 + (3 - i) * 17,
+        for i in range(self.STATUS_LINES):
+            self.status_labels.append(Label("", font_name=FONT, font_size=10, x=8,
+                                            y=8 + (self.STATUS_LINES - 1 - i) * 17,
                                             color=(240, 240, 240, 255), batch=self.batch, group=self.txt))
         for (rx, ry, rs), text in zip(wrench_rects, ("force space", "torque space")):
             self.captions.append(Label(text, font_name=FONT, font_size=9, x=rx + 4, y=ry + rs - 14,
                                        color=(230, 230, 230, 255), batch=self.batch, group=self.txt))
         self.help_box = self.help_label = None
         if show_help:
-            self.help_box = shapes.Rectangle(20, 100, width - 40, 150, color=(10, 12, 16, 215), batch=self.batch,
+            self.help_box = shapes.Rectangle(20, 100, width - 40, 165, color=(10, 12, 16, 215), batch=self.batch,
                                              group=self.bg)
-            self.help_label = Label(HELP, font_name=FONT, font_size=9, x=30, y=240, width=width - 60,
+            self.help_label = Label(HELP, font_name=FONT, font_size=9, x=30, y=255, width=width - 60,
                                     multiline=True, anchor_y="top", color=(240, 240, 240, 255), batch=self.batch,
                                     group=self.txt)
 
@@ -133,7 +137,7 @@ class Overlay:
                 if lab.text != dof_texts[k]:
                     lab.text = dof_texts[k]
                 track.color = (120, 128, 150, 240) if k == dof_cursor else (70, 76, 88, 230)
-        lines = (status + ["", "", "", ""])[:4]
+        lines = (status + [""] * self.STATUS_LINES)[:self.STATUS_LINES]
         for lab, text in zip(self.status_labels, lines):
             if lab.text != text:
                 lab.text = text

@@ -80,10 +80,15 @@ COMMANDS: dict[str, tuple[int, int, str, str]] = {
     "wait": (1, 1, "f", "wait SECONDS: keep drawing for SECONDS of wall time"),
     "screenshot": (1, 1, "s", "screenshot FILE.png: save the window as PNG"),
     "fps": (1, 1, "f", "fps SECONDS: measure the frame rate (uncapped) while the camera turns; prints it"),
+    "plan": (0, 2, "fs", "plan [SECONDS] [robust]: plan grasps of the selected object (else the one nearest the hand) "
+                         "with SECONDS of search (default 5) in the background, with 'robust' ranked by robustness "
+                         "(10 samples each); the script waits, the window draws"),
+    "next_grasp": (0, 0, "", "next_grasp: put the hand in the next planned grasp (the first after plan)"),
+    "prev_grasp": (0, 0, "", "prev_grasp: put the hand in the previous planned grasp"),
     "print": (0, 99, "*", "print TEXT...: print a line (and the status) to stdout"),
     "quit": (0, 0, "", "quit: close the window"),
 }
-ALIASES = {"dynamic_autograsp": "dyngrasp", "auto_grasp": "autograsp", "exit": "quit", "shot": "screenshot"}
+ALIASES = {"next": "next_grasp", "prev": "prev_grasp", "dynamic_autograsp": "dyngrasp", "auto_grasp": "autograsp", "exit": "quit", "shot": "screenshot"}
 
 _VALUE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(deg|rad|mm|m)?\s*$")
 
@@ -172,6 +177,10 @@ def _check(name: str, args: list, where: str, usage: str) -> None:
 
     if name in ("run", "wait", "fps") and args[0] < 0:
         raise bad("must not be negative")
+    if name == "plan" and args and not args[0] > 0:
+        raise bad("the search time must be > 0 s")
+    if name == "plan" and len(args) == 2 and args[1] != "robust":
+        raise bad("the second argument can only be 'robust'")
     if name in ("frames", "step") and args and (args[0] < 0 or args[0] != int(args[0])):
         raise bad("needs a whole number >= 0")
     if name == "show" and (args[0] not in ("cones", "forces", "wrench", "help", "overlay")

@@ -156,6 +156,14 @@ class Session:
         self._proximity: dict[int, object] = {}
         lo, hi = self.scene_bounds()
         self.scene_size = float(np.linalg.norm(hi - lo))
+        # the planner (graspsim.gui.planning): a background job, then the grasps to step through
+        self.plan_job = None
+        self.planned: list = []          # PlannedGrasp, best first
+        self.plan_hand: str | None = None
+        self.plan_object: str | None = None
+        self.plan_error: str | None = None
+        self.grasp_index = -1            # the planned grasp applied to the scene (-1: none)
+        self._plan_touch = 0.0
 
     @property
     def contacts(self) -> list[ContactView]:
@@ -450,6 +458,7 @@ class Session:
         self.world.restore_state(self.initial_state)
         self.contacts = []
         self.quality = None
+        self.grasp_index = -1            # the planned grasps stay: M shows the first again
         self._changed()
         self.say("reset to the initial state")
 
@@ -629,10 +638,12 @@ class Session:
                 self._quality_cv.notify_all()
 
     def close(self) -> None:
-        """Stop the quality worker thread (if any)."""
+        """Stop the quality worker thread and the planner (if any)."""
         with self._quality_cv:
             self._closed = True
             self._quality_cv.notify_all()
+        if self.plan_job is not None and self.plan_job.running:
+            self.plan_job.cancel()
 
     def poll_quality(self) -> None:
         """Adopt the worker's newest result, if it answers the newest request."""
@@ -793,6 +804,110 @@ class Session:
         self.poll_quality()
         if self._quality_dirty and (not self.running or time.perf_counter() - self._quality_wall > 0.25):
             self.request_quality()
+        self.poll_plan()
+
+    # -- the planner ------------------------------------------------------------------------------
+    @property
+    def planning(self) -> bool:
+        """Whether the planner thread is searching."""
+        return self.plan_job is not None and self.plan_job.running
+
+    def plan_target(self) -> str | None:
+        """The object to plan for: the selected dynamic object, else the one nearest the hand's palm."""
+        objs = [n for n, b in self.world.bodies.items() if b.dynamic]
+        if self.selected in objs:
+            return self.selected
+        if not objs or self.hand is None:
+            return objs[0] if objs else None
+        p = self.world.robots[self.hand].palm_pose[:3, 3]
+        return min(objs, key=lambda n: float(np.linalg.norm(self.world.bodies[n].com_world - p)))
+
+    def plan(self, seconds: float = 5.0, *, n: int = 10, seed: int = 0, robust_samples: int = 0) -> bool:
+        """Start planning grasps of :meth:`plan_target` by the hand for ``seconds`` of search, in the
+        background (:class:`graspsim.gui.planning.PlanJob`); :meth:`poll_plan` adopts the result.
+        ``robust_samples`` > 0: the grasps ranked by robustness, with that many samples each."""
+        from .planning import PlanJob
+
+        hand = self._hand()
+        if hand is None:
+            return False
+        if self.planning:
+            self.say("the planner is already running")
+            return False
+        if self.world.robots[hand].instance.mount is not None:
+            self.say(f"'{hand}' is mounted on an arm: plan it alone with 'graspsim plan' (the viewer moves free "
+                     "hands only)")
+            return False
+        obj = self.plan_target()
+        if obj is None:
+            self.say("no object to plan a grasp for (no dynamic body)")
+            return False
+        self.planned, self.grasp_index, self.plan_error = [], -1, None
+        self.plan_hand, self.plan_object = hand, obj
+        self.plan_job = PlanJob(self.world, hand, obj, seconds, n=n, seed=seed, robust_samples=robust_samples)
+        self.say(f"planning grasps of '{obj}' by '{hand}' ({seconds:g} s search)")
+        return True
+
+    def poll_plan(self) -> None:
+        """While planning: redraw for the progress (5 times a second); once done, take its grasps."""
+        job = self.plan_job
+        if job is None:
+            return
+        if job.running:
+            now = time.perf_counter()
+            if now - self._plan_touch > 0.2:
+                self._plan_touch = now
+                self.touch()
+            return
+        self.plan_job = None
+        if job.error is not None:
+            self.plan_error = f"{type(job.error).__name__}: {job.error}"
+            self.say(f"planning failed: {job.error}")
+            return
+        self.planned = list(job.result or [])
+        nfc = sum(1 for g in self.planned if g.quality.force_closure)
+        self.say(f"planned {len(self.planned)} grasps of '{job.obj}' ({nfc} force closure, {job.iterations} "
+                 f"iterations in {job.elapsed:.1f} s): M next grasp, B previous")
+
+    def show_grasp(self, i: int) -> bool:
+        """Put the hand in planned grasp ``i`` (modulo their number): palm pose and DOFs."""
+        if not self.planned:
+            self.say("no planned grasps: plan first (P)" if not self.planning else "the planner is still running")
+            return False
+        if self.plan_hand not in self.world.robots or not self._may_edit():
+            return False
+        i = i % len(self.planned)
+        actions.apply_grasp(self.world, self.plan_hand, self.planned[i])
+        self.grasp_index = i
+        self.selected = self.plan_hand
+        self._changed()
+        self.say(self.grasp_text())
+        return True
+
+    def next_grasp(self, step: int = 1) -> bool:
+        """The next (``step`` 1) or previous (-1) planned grasp."""
+        if self.grasp_index < 0 and step < 0:
+            return self.show_grasp(-1)
+        return self.show_grasp(self.grasp_index + step)
+
+    def grasp_text(self) -> str | None:
+        """The shown planned grasp and its quality as the planner scored it (None: none shown)."""
+        if not (0 <= self.grasp_index < len(self.planned)):
+            return None
+        g = self.planned[self.grasp_index]
+        q = g.quality
+        text = (f"grasp {self.grasp_index + 1}/{len(self.planned)} of '{self.plan_object}': force closure "
+                f"{'YES' if q.force_closure else 'no'}   epsilon {q.epsilon:.4f}   volume {q.volume:.4g}")
+        r = g.robustness
+        if r is not None:
+            text += f"   robust: P(force closure) {r.p_force_closure:.2f}, eps mean {r.eps_mean:.4f}"
+        return text
+
+    def plan_status(self) -> str | None:
+        """The planner's status line: its progress, or the grasp shown (None: nothing planned)."""
+        if self.plan_job is not None:
+            return self.plan_job.progress_text()
+        return self.grasp_text()
 
     # -- pull and push --------------------------------------------------------------------------
     #: default spring of a pull: this frequency (Hz) on the body's mass, critically damped
@@ -976,6 +1091,7 @@ class Session:
             k = min(self.dof_cursor, len(r.dof_names) - 1)
             unit, scale = self.dof_unit(r, k)
             l3 += f"   DOF [{r.dof_names[k]}] = {r.dof_values[k] * scale:.1f} {unit}"
-        extra = [self.message] if self.message else []
+        extra = [self.message] if self.message and self.message != self.plan_status() else []
         line = self.interaction_status()
-        return [l1, l2, l3] + ([line] if line else []) + extra
+        plan = self.plan_status()
+        return [l1, l2, l3] + ([line] if line else []) + ([plan] if plan else []) + extra

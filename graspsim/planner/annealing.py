@@ -90,7 +90,7 @@ def _start(space, evaluate, rng, restarts: int, log: SearchLog, max_tries: int =
 
 def anneal(space, evaluate, *, seed: int = 0, restarts: int = 4, iterations: int | None = None,
            seconds: float | None = None, schedule: Schedule = Schedule(), screen=None,
-           cycle: int = 1000) -> SearchLog:
+           cycle: int = 1000, progress=None) -> SearchLog:
     """Run ``restarts`` annealing chains for ``iterations`` steps each and/or ``seconds`` of wall time.
 
     ``evaluate(x (B, n)) -> energies (B,)`` (+inf: rejected).  ``screen(x) -> energies``, if given,
@@ -99,7 +99,8 @@ def anneal(space, evaluate, *, seed: int = 0, restarts: int = 4, iterations: int
     (a state that would not be accepted needs no collision test).  After ``cycle`` iterations the
     schedule has cooled (the neighbourhood is a few per cent of each range) and the chains barely
     move: every ``cycle`` iterations they restart from new random states with the schedule reset,
-    so long budgets keep finding new grasps.  Returns the :class:`SearchLog`.
+    so long budgets keep finding new grasps.  ``progress(iteration, evaluations)``, if given, is
+    called after every iteration (it may raise to stop the search).  Returns the :class:`SearchLog`.
     """
     if iterations is None and seconds is None:
         raise ValueError("give iterations or seconds (the search budget)")
@@ -137,6 +138,8 @@ def anneal(space, evaluate, *, seed: int = 0, restarts: int = 4, iterations: int
         with np.errstate(over="ignore", invalid="ignore"):
             accept = np.isfinite(en) & ((en <= e) | (u < np.exp(-(en - e) / T)))
         x[accept], e[accept] = xn[accept], en[accept]
+        if progress is not None:
+            progress(k, log.evaluations)
     log.iterations = k
     log.final_energy = e.copy()
     log.seconds = time.perf_counter() - t_start

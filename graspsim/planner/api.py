@@ -20,7 +20,8 @@ from .annealing import SearchLog, anneal
 from .energy import SurfaceSamples, contact_energy, surface_samples, virtual_contacts
 from .space import GraspSpace
 
-__all__ = ["PlannedGrasp", "GraspQualitySummary", "Problem", "plan_grasps", "free_hand_world", "DISTINCT_DISTANCE", "DISTINCT_ANGLE"]
+__all__ = ["PlannedGrasp", "GraspQualitySummary", "RobustnessSummary", "Problem", "plan_grasps", "free_hand_world",
+           "rank_robust", "DISTINCT_DISTANCE", "DISTINCT_ANGLE", "ROBUST_DEFAULTS"]
 
 #: two grasps are distinct when their palm positions are this far apart (m) ...
 DISTINCT_DISTANCE = 0.01
@@ -28,6 +29,13 @@ DISTINCT_DISTANCE = 0.01
 DISTINCT_ANGLE = math.radians(10.0)
 #: quality energy: a state whose virtual contacts are on average this close to the object (m) is closed and scored
 QUALITY_SWITCH = 0.03
+#: noise for ``rank="robust"`` (see :func:`graspsim.grasp.robustness`): its defaults (5 mm, 5 deg,
+#: +-20 % friction), but obstacles out of reach -- an object resting on a table interpenetrates it
+#: for almost any tilt, which would fail every sample alike and rank nothing (Dex-Net does the same);
+#: and the closing centred as the planner's own (a static parallel jaw otherwise loses nearly every
+#: sample shifted along its closing axis by more than the 0.1 mm contact threshold)
+ROBUST_DEFAULTS = {"sigma_position": 0.005, "sigma_rotation": 5.0, "friction": 0.2, "obstacles": "ignore",
+                   "closing": "centred"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,26 @@ class GraspQualitySummary:
     force_closure: bool
     epsilon: float
     volume: float
+
+
+@dataclass(frozen=True)
+class RobustnessSummary:
+    """Robustness of a grasp (:func:`graspsim.grasp.robustness`): probability of force closure and
+    mean / 5th-percentile epsilon over ``samples`` noisy re-closings (failures count as epsilon 0)."""
+
+    p_force_closure: float
+    eps_mean: float
+    eps_p05: float
+    samples: int
+
+    @classmethod
+    def of(cls, r) -> "RobustnessSummary":
+        """From a :class:`graspsim.grasp.RobustQuality`."""
+        return cls(float(r.probability), float(r.mean_epsilon), float(r.p5_epsilon), int(r.samples))
+
+    def to_dict(self) -> dict:
+        return {"p_force_closure": self.p_force_closure, "eps_mean": self.eps_mean, "eps_p05": self.eps_p05,
+                "samples": self.samples}
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +83,14 @@ class PlannedGrasp:
     quality: GraspQualitySummary
     energy: float
     contacts: int = 0
+    robustness: RobustnessSummary | None = None   # with rank="robust", for force-closure grasps
+
+    def pregrasp(self):
+        """The grasp before closing, as :func:`graspsim.grasp.robustness` takes it: the palm pose and
+        the preshape DOFs (the palm link is not moved by the closing)."""
+        from ..grasp.robust import Grasp
+
+        return Grasp(self.palm_pose, dict(self.preshape))
 
     def apply(self, world, hand: str) -> None:
         """Put ``hand`` of ``world`` (unmounted) in this grasp: base pose and joint values."""
@@ -69,7 +105,8 @@ class PlannedGrasp:
                 "preshape": {k: float(v) for k, v in self.preshape.items()},
                 "quality": {"force_closure": bool(self.quality.force_closure), "epsilon": float(self.quality.epsilon),
                             "volume": float(self.quality.volume)},
-                "energy": float(self.energy), "contacts": int(self.contacts)}
+                "energy": float(self.energy), "contacts": int(self.contacts),
+                "robustness": None if self.robustness is None else self.robustness.to_dict()}
 
 
 def free_hand_world(world, hand: str):
@@ -279,7 +316,9 @@ def _check_budget(seconds, iterations) -> None:
 
 def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | None = None,  # noqa: A002
                 iterations: int | None = None, energy: str = "contact", seed: int = 0, restarts: int = 4,
-                candidates: int | None = None, log: list | None = None) -> list[PlannedGrasp]:
+                candidates: int | None = None, log: list | None = None, rank: str = "quality",
+                robust_samples: int = 20, robust_seed: int | None = None,
+                robust_options: dict | None = None, progress=None) -> list[PlannedGrasp]:
     """Plan up to ``n`` distinct grasps of ``object`` by ``hand`` in ``world`` (its state is left as it was).
 
     The budget: ``iterations`` annealing steps per restart and/or ``seconds`` of wall time (default
@@ -287,6 +326,16 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
     (with an ``iterations`` budget).  ``candidates`` (default 3 n) distinct lowest-energy states are
     closed and scored; the best ``n`` are returned, force-closure grasps first by decreasing epsilon.
     ``log``, a list, receives the :class:`~graspsim.planner.annealing.SearchLog`.
+    ``progress(stage, done, total)``, if given, is called as the work goes on: ``("search",
+    iteration, iterations or None)`` after every annealing iteration, ``("closing", k, m)`` after
+    each candidate closed, ``("robustness", k, m)`` after each grasp's robustness; an exception it
+    raises stops the planning (the world's state is restored).
+
+    ``rank="robust"`` then re-ranks the returned force-closure grasps by robustness
+    (:func:`rank_robust`: ``robust_samples`` noisy re-closings each, noise drawn from
+    ``robust_seed``, default ``seed``; ``robust_options`` override :data:`ROBUST_DEFAULTS`):
+    by probability of force closure, then mean epsilon, then 5th-percentile epsilon; each gets
+    ``robustness``.  Grasps without force closure stay last, in their order.
 
     A hand mounted on an arm is planned for alone (see :func:`free_hand_world`): apply its grasps to
     ``free_hand_world(world, hand)``.
@@ -297,14 +346,20 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
     _check_budget(seconds, iterations)
     if not (isinstance(n, int) and n > 0):
         raise ValueError(f"n must be a whole number > 0, got {n!r}")
+    if rank not in ("quality", "robust"):
+        raise ValueError(f"rank must be 'quality' or 'robust', got {rank!r}")
+    if rank == "robust" and (isinstance(robust_samples, bool) or not isinstance(robust_samples, int)
+                             or robust_samples < 1):
+        raise ValueError(f"robust_samples must be a whole number >= 1, got {robust_samples!r}")
     if seconds is None and iterations is None:
         iterations = 2000
     world = free_hand_world(world, hand)
     prob = Problem(world, hand, object, energy=energy)
     try:
-        slog: SearchLog = anneal(prob.space, prob.evaluate, seed=seed, restarts=restarts,
-                                 iterations=None if iterations is None else int(iterations), seconds=seconds,
-                                 screen=prob.screen if energy == "contact" else None)
+        its = None if iterations is None else int(iterations)
+        slog: SearchLog = anneal(prob.space, prob.evaluate, seed=seed, restarts=restarts, iterations=its,
+                                 seconds=seconds, screen=prob.screen if energy == "contact" else None,
+                                 progress=None if progress is None else (lambda k, ev: progress("search", k, its)))
     finally:
         world.restore_state(prob.initial)
     if log is not None:
@@ -315,15 +370,53 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
                          f"{slog.evaluations} states tried interpenetrated the object or an obstacle")
     idx = distinct_states(prob, x, e, candidates or 3 * n)
     L, X_WB, q = prob.space.link_poses(x[idx])
-    grasps = [prob.close_centred(X_WB[k], q[k], float(e[i])) for k, i in enumerate(idx)]
-    world.restore_state(prob.initial)
+    grasps = []
+    try:
+        for k, i in enumerate(idx):
+            grasps.append(prob.close_centred(X_WB[k], q[k], float(e[i])))
+            if progress is not None:
+                progress("closing", k + 1, len(idx))
+    finally:
+        world.restore_state(prob.initial)
     grasps.sort(key=lambda g: (not g.quality.force_closure, -g.quality.epsilon, g.energy))
     # centring moved some palms: keep the grasps still distinct from every better one
     out: list[PlannedGrasp] = []
     for g in grasps:
         if all(not _same_pose(g.palm_pose, o.palm_pose) for o in out):
             out.append(g)
-    return out[:n]
+    out = out[:n]
+    if rank == "robust":
+        out = rank_robust(world, hand, object, out, samples=robust_samples,
+                          seed=seed if robust_seed is None else robust_seed, options=robust_options,
+                          progress=progress)
+    return out
+
+
+def robust_key(r: RobustnessSummary) -> tuple:
+    """Sort key, most robust first: probability of force closure, then mean, then 5th-percentile epsilon."""
+    return (-r.p_force_closure, -r.eps_mean, -r.eps_p05)
+
+
+def rank_robust(world, hand: str, obj: str, grasps: list[PlannedGrasp], *, samples: int = 20, seed: int = 0,
+                options: dict | None = None, progress=None) -> list[PlannedGrasp]:
+    """``grasps`` with the robustness of each force-closure one
+    (:func:`graspsim.grasp.robustness` of :meth:`PlannedGrasp.pregrasp` in ``free_hand_world(world,
+    hand)``, the same ``seed`` for every grasp: all see the same noise draws), those first, most
+    robust first (:func:`robust_key`; ties keep the planner's order); the others after, in order."""
+    from ..grasp.robust import robustness
+
+    opts = dict(ROBUST_DEFAULTS)
+    opts.update(options or {})
+    w = free_hand_world(world, hand)
+    fc = []
+    todo = [g for g in grasps if g.quality.force_closure]
+    for k, g in enumerate(todo):
+        r = robustness(w, hand, obj, g.pregrasp(), samples=samples, seed=seed, **opts)
+        fc.append(dataclasses.replace(g, robustness=RobustnessSummary.of(r)))
+        if progress is not None:
+            progress("robustness", k + 1, len(todo))
+    fc.sort(key=lambda g: robust_key(g.robustness))
+    return fc + [g for g in grasps if not g.quality.force_closure]
 
 
 def _same_pose(A: np.ndarray, B: np.ndarray) -> bool:

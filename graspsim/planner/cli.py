@@ -23,6 +23,11 @@ def register(sub) -> None:
                    help="annealing steps per restart (default 2000 without --seconds); deterministic")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--energy", choices=["contact", "quality"], default="contact", help="search energy (default contact)")
+    p.add_argument("--rank", choices=["quality", "robust"], default="quality",
+                   help="order of the grasps: by epsilon (default), or the force-closure ones by robustness "
+                        "(probability of force closure under object pose and friction noise, then mean epsilon)")
+    p.add_argument("--samples", type=int, default=20,
+                   help="with --rank robust: noisy re-closings per grasp (default 20; noise from --seed)")
     p.add_argument("--json", metavar="FILE", help="write the grasps as JSON to FILE ('-': stdout)")
     p.add_argument("--write-world", metavar="FILE", help="write WORLD with the best grasp applied to FILE (YAML)")
     p.set_defaults(func=run)
@@ -91,23 +96,47 @@ def write_world(src: str, out: str, world, hand: str, grasp) -> None:
         yaml.safe_dump(doc, f, sort_keys=False)
 
 
+def _mount_note(world, hand: str) -> str | None:
+    """For a hand mounted on an arm: that the grasps are the free hand's, the arm not checked."""
+    m = world.robots[hand].instance.mount
+    if m is None:
+        return None
+    arm = world.description.robots[m[0]].name
+    return (f"'{hand}' is mounted on '{arm}': planned for the hand alone (its palm pose free, the arm left out); "
+            f"whether '{arm}' can reach these grasps is not checked")
+
+
+def _robust_text(g) -> str:
+    r = g.robustness
+    if r is None:
+        return ""
+    return (f"; robust: P(force closure) {r.p_force_closure:.2f}, epsilon mean {r.eps_mean:.4f}, "
+            f"p05 {r.eps_p05:.4f} ({r.samples} samples)")
+
+
 def run(args) -> int:
     from .. import load_world
     from .api import plan_grasps
 
-    for name, v in (("--seconds", args.seconds), ("--iterations", args.iterations), ("--n", args.n)):
+    for name, v in (("--seconds", args.seconds), ("--iterations", args.iterations), ("--n", args.n),
+                    ("--samples", args.samples)):
         if v is not None and not (math.isfinite(v) and v > 0):
             raise ValueError(f"{name} {v:g}: must be a number > 0")
     world = load_world(args.world)
     hand, obj = _pick(world, args.hand, args.obj)
     log: list = []
     grasps = plan_grasps(world, hand, obj, n=args.n, seconds=args.seconds, iterations=args.iterations,
-                         energy=args.energy, seed=args.seed, log=log)
+                         energy=args.energy, seed=args.seed, log=log, rank=args.rank, robust_samples=args.samples)
     s = log[0]
     robot = world.robots[hand].description
-    out = {"world": world.name, "hand": hand, "object": obj, "seed": args.seed, "energy": args.energy,
+    out = {"world": world.name, "hand": hand, "object": obj, "seed": args.seed, "energy": args.energy, "rank": args.rank,
            "iterations": s.iterations, "evaluations": s.evaluations, "seconds": s.seconds,
            "grasps": [g.to_dict() for g in grasps]}
+    note = _mount_note(world, hand)
+    if note:
+        out["mounted_on"] = world.description.robots[world.robots[hand].instance.mount[0]].name
+        out["arm_reachability_checked"] = False
+        out["note"] = note
     if args.json is not None:
         text = json.dumps(out, indent=2) + "\n"
         if args.json == "-":
@@ -118,7 +147,10 @@ def run(args) -> int:
     if args.json != "-":
         nfc = sum(g.quality.force_closure for g in grasps)
         print(f"planned {len(grasps)} distinct grasps of '{obj}' by '{hand}' in world '{world.name}': "
-              f"{nfc} force closure ({s.evaluations} states in {s.seconds:.2f} s, seed {args.seed})")
+              f"{nfc} force closure ({s.evaluations} states in {s.seconds:.2f} s, seed {args.seed})"
+              + (", ranked by robustness" if args.rank == "robust" else ""))
+        if note:
+            print(f"  note: {note}")
         for i, g in enumerate(grasps):
             p = g.palm_pose[:3, 3]
             dofs = ", ".join(f"{n} {math.degrees(v) if robot.joints[robot.dofs[k].joints[0]].kind == 'revolute' else v * 1e3:.1f}"
@@ -126,7 +158,7 @@ def run(args) -> int:
             q = g.quality
             print(f"  {i + 1:2d}. palm at [{p[0]:+.4f} {p[1]:+.4f} {p[2]:+.4f}] m, {dofs}; "
                   f"{'force closure' if q.force_closure else 'no force closure'}, epsilon {q.epsilon:.4f}, "
-                  f"volume {q.volume:.4f}, energy {g.energy:.3f}")
+                  f"volume {q.volume:.4f}, energy {g.energy:.3f}" + _robust_text(g))
     if args.write_world:
         if not grasps:
             raise ValueError("no grasp to write")
