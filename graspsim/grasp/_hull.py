@@ -186,8 +186,9 @@ def _plane_from_neighbours(V, FV, f, s, FU, g, h, interior, res_tol):
     nn = np.sqrt(nn)
     if not nn > 1e-6:
         return 0.0, False
+    inv = 1.0 / nn
     for c in range(d):
-        FU[f, c] /= nn
+        FU[f, c] *= inv
     b = 0.0
     lo = np.inf
     hi = -np.inf
@@ -838,10 +839,15 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
         if alive[f]:
             nalive += 1
             if full and status == 0:
-                # cone from the interior point: |det(v_r - c)| / d!
+                # cone from vertex 0 (a point of the polytope): |det(v_r - v_0)| / d!; the
+                # facets through vertex 0 add nothing
+                apex = False
                 for r in range(d):
-                    for c in range(d):
-                        M[r, c] = V[FV[f, r], c] - interior[c]
-                vol += _abs_det(M)
+                    apex = apex or FV[f, r] == 0
+                if not apex:
+                    for r in range(d):
+                        for c in range(d):
+                            M[r, c] = V[FV[f, r], c] - V[0, c]
+                    vol += _abs_det(M)
     vol /= fact
     return status, b_min, u_min, n_added, nalive, vol, nf

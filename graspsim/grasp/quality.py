@@ -26,10 +26,12 @@ Quality measures:
   largest origin-centred ball inside the space = distance from the origin to
   the nearest facet; Ferrari & Canny 1992), else 0.0.           (eq. 9)
 * ``volume``: 6-volume of the space (0.0 when lower-dimensional).  Computed
-  lazily on first access of ``GraspQuality.volume`` (or eagerly with
-  ``analyze(..., volume=True)``) by the same support-driven hull run to
-  completion; the volume is the sum over facets of the simplex cones from an
-  interior point, ``|det(v_1-c, ..., v_6-c)| / 6!``.
+  lazily on first access of ``GraspQuality.volume`` by the same
+  support-driven hull run to completion; the volume is the sum over facets of
+  the simplex cones from a vertex ``c`` of the hull,
+  ``|det(v_1-c, ..., v_6-c)| / 6!``.  ``analyze(..., volume=True)`` runs only
+  that full hull: every facet of it is verified, so its smallest facet offset
+  is epsilon as well (one kernel call instead of two).
 
 The epsilon search never builds the whole hull: see :mod:`._hull` (an
 expanding-polytope search that refines only facets nearer than the current
@@ -164,7 +166,8 @@ class GraspQuality:
             space is lower-dimensional / empty.  Without closure it is the
             normal of a separating facet (``h(u) <= 0``).
         rank: dimension of the space.
-        n_support_points: vertices added by the epsilon search (diagnostic).
+        n_support_points: vertices added by the search (diagnostic; with
+            ``volume=True`` by the full hull, i.e. about all hull vertices).
         volume: 6-volume of the space (lazy property, computed on first
             access; 0.0 if lower-dimensional).
     """
@@ -225,9 +228,11 @@ def _analyze(W: FloatArray, gws: str, volume: bool) -> GraspQuality:
     S = _scale(W, gws)
     if volume:
         # One full hull gives both: every facet is verified, so the smallest facet offset is
-        # epsilon (eq. 9) when it is positive, and the volume is the hull's.  Any trouble (facet
-        # limit, degeneracy): the epsilon search below, then the lazy volume as without volume=True.
+        # epsilon (eq. 9) when it is positive, and the volume is the hull's.  Numerical trouble:
+        # the epsilon search below, then the volume as gws_volume computes it.
         st, b, u, n_added, _, vol = _search(W, gws, full=True, S=S)
+        if st == -3:
+            raise _facet_limit(W, gws, MAX_VOLUME_FACETS)
         if st == 0:
             fc = b > CLOSURE_RTOL * S
             return GraspQuality(bool(fc), b if fc else 0.0, gws, W, u.copy(), rank, n_added, vol)
@@ -289,6 +294,13 @@ def analyze(
     return _analyze(_as_wrench_array(W), gws, volume)
 
 
+def _facet_limit(W: FloatArray, gws: str, max_facets: int) -> RuntimeError:
+    return RuntimeError(
+        f"{gws} wrench space volume: the hull exceeds max_facets={max_facets} facets "
+        f"({W.shape[0]} contacts x {W.shape[1]} generators); epsilon and force closure "
+        "remain available; raise max_facets or reduce contacts/edges for the volume")
+
+
 def gws_volume(wrenches: ArrayLike, gws: str = "L1", *,
                max_facets: int = MAX_VOLUME_FACETS) -> float:
     """6-volume (d-volume) of the L1 or Linf space; 0.0 if lower-dimensional.
@@ -304,10 +316,7 @@ def gws_volume(wrenches: ArrayLike, gws: str = "L1", *,
         return 0.0
     st, _, _, _, nf, vol = _search(W, gws, full=True, max_facets=max_facets)
     if st == -3:
-        raise RuntimeError(
-            f"{gws} wrench space volume: the hull exceeds max_facets={max_facets} facets "
-            f"({W.shape[0]} contacts x {W.shape[1]} generators); epsilon and force closure "
-            "remain available; raise max_facets or reduce contacts/edges for the volume")
+        raise _facet_limit(W, gws, max_facets)
     if st != 0:
         return _fallback_hull(W, gws)[2]
     return vol
