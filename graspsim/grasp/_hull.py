@@ -443,8 +443,9 @@ def _support_row_1d(G, include_origin, offset, u, sign, out):
 def _abs_det(M):
     """|det M| by Gaussian elimination with partial pivoting (M is overwritten).
 
-    One reciprocal per pivot (not one division per eliminated row): this runs
-    once per hull facet in the volume sum.
+    Runs once per hull facet in the volume sum, so it is written without data-dependent
+    branches (the pivot row is picked by selects and swapped unconditionally) and with one
+    reciprocal per pivot: mispredicted branches, not arithmetic, dominated its time.
     """
     n = M.shape[0]
     det = 1.0
@@ -453,16 +454,14 @@ def _abs_det(M):
         big = abs(M[r, r])
         for i in range(r + 1, n):
             a = abs(M[i, r])
-            if a > big:
-                big = a
-                p = i
+            p = i if a > big else p
+            big = a if a > big else big
         if big == 0.0:
             return 0.0
-        if p != r:
-            for c in range(r, n):
-                t = M[r, c]
-                M[r, c] = M[p, c]
-                M[p, c] = t
+        for c in range(r, n):  # p == r swaps a row with itself
+            t = M[r, c]
+            M[r, c] = M[p, c]
+            M[p, c] = t
         piv = M[r, r]
         det *= piv
         inv = 1.0 / piv
@@ -470,6 +469,87 @@ def _abs_det(M):
             f = M[i, r] * inv
             for c in range(r + 1, n):
                 M[i, c] -= f * M[r, c]
+    return abs(det)
+
+
+@njit(cache=True, nogil=True)
+def _cone_det6(V, FV, f):
+    """|det(v_r - v_0)| of facet f for d = 6, by Laplace expansion in 2x2 minors of rows (0, 1),
+    (2, 3) and (4, 5): straight-line products with no branch and no division (the volume sum
+    runs it once per facet; partial-pivoting elimination there was latency-bound)."""
+    i0 = FV[f, 0]
+    i1 = FV[f, 1]
+    i2 = FV[f, 2]
+    i3 = FV[f, 3]
+    i4 = FV[f, 4]
+    i5 = FV[f, 5]
+    a00, a01, a02, a03, a04, a05 = V[i0, 0] - V[0, 0], V[i0, 1] - V[0, 1], V[i0, 2] - V[0, 2], V[i0, 3] - V[0, 3], V[i0, 4] - V[0, 4], V[i0, 5] - V[0, 5]
+    a10, a11, a12, a13, a14, a15 = V[i1, 0] - V[0, 0], V[i1, 1] - V[0, 1], V[i1, 2] - V[0, 2], V[i1, 3] - V[0, 3], V[i1, 4] - V[0, 4], V[i1, 5] - V[0, 5]
+    a20, a21, a22, a23, a24, a25 = V[i2, 0] - V[0, 0], V[i2, 1] - V[0, 1], V[i2, 2] - V[0, 2], V[i2, 3] - V[0, 3], V[i2, 4] - V[0, 4], V[i2, 5] - V[0, 5]
+    a30, a31, a32, a33, a34, a35 = V[i3, 0] - V[0, 0], V[i3, 1] - V[0, 1], V[i3, 2] - V[0, 2], V[i3, 3] - V[0, 3], V[i3, 4] - V[0, 4], V[i3, 5] - V[0, 5]
+    a40, a41, a42, a43, a44, a45 = V[i4, 0] - V[0, 0], V[i4, 1] - V[0, 1], V[i4, 2] - V[0, 2], V[i4, 3] - V[0, 3], V[i4, 4] - V[0, 4], V[i4, 5] - V[0, 5]
+    a50, a51, a52, a53, a54, a55 = V[i5, 0] - V[0, 0], V[i5, 1] - V[0, 1], V[i5, 2] - V[0, 2], V[i5, 3] - V[0, 3], V[i5, 4] - V[0, 4], V[i5, 5] - V[0, 5]
+    m0_01 = a00 * a11 - a01 * a10
+    m0_02 = a00 * a12 - a02 * a10
+    m0_03 = a00 * a13 - a03 * a10
+    m0_04 = a00 * a14 - a04 * a10
+    m0_05 = a00 * a15 - a05 * a10
+    m0_12 = a01 * a12 - a02 * a11
+    m0_13 = a01 * a13 - a03 * a11
+    m0_14 = a01 * a14 - a04 * a11
+    m0_15 = a01 * a15 - a05 * a11
+    m0_23 = a02 * a13 - a03 * a12
+    m0_24 = a02 * a14 - a04 * a12
+    m0_25 = a02 * a15 - a05 * a12
+    m0_34 = a03 * a14 - a04 * a13
+    m0_35 = a03 * a15 - a05 * a13
+    m0_45 = a04 * a15 - a05 * a14
+    m2_01 = a20 * a31 - a21 * a30
+    m2_02 = a20 * a32 - a22 * a30
+    m2_03 = a20 * a33 - a23 * a30
+    m2_04 = a20 * a34 - a24 * a30
+    m2_05 = a20 * a35 - a25 * a30
+    m2_12 = a21 * a32 - a22 * a31
+    m2_13 = a21 * a33 - a23 * a31
+    m2_14 = a21 * a34 - a24 * a31
+    m2_15 = a21 * a35 - a25 * a31
+    m2_23 = a22 * a33 - a23 * a32
+    m2_24 = a22 * a34 - a24 * a32
+    m2_25 = a22 * a35 - a25 * a32
+    m2_34 = a23 * a34 - a24 * a33
+    m2_35 = a23 * a35 - a25 * a33
+    m2_45 = a24 * a35 - a25 * a34
+    m4_01 = a40 * a51 - a41 * a50
+    m4_02 = a40 * a52 - a42 * a50
+    m4_03 = a40 * a53 - a43 * a50
+    m4_04 = a40 * a54 - a44 * a50
+    m4_05 = a40 * a55 - a45 * a50
+    m4_12 = a41 * a52 - a42 * a51
+    m4_13 = a41 * a53 - a43 * a51
+    m4_14 = a41 * a54 - a44 * a51
+    m4_15 = a41 * a55 - a45 * a51
+    m4_23 = a42 * a53 - a43 * a52
+    m4_24 = a42 * a54 - a44 * a52
+    m4_25 = a42 * a55 - a45 * a52
+    m4_34 = a43 * a54 - a44 * a53
+    m4_35 = a43 * a55 - a45 * a53
+    m4_45 = a44 * a55 - a45 * a54
+    det = 0.0
+    det += m0_01 * (m2_23 * m4_45 - m2_24 * m4_35 + m2_25 * m4_34 + m2_34 * m4_25 - m2_35 * m4_24 + m2_45 * m4_23)
+    det += m0_02 * (- m2_13 * m4_45 + m2_14 * m4_35 - m2_15 * m4_34 - m2_34 * m4_15 + m2_35 * m4_14 - m2_45 * m4_13)
+    det += m0_03 * (m2_12 * m4_45 - m2_14 * m4_25 + m2_15 * m4_24 + m2_24 * m4_15 - m2_25 * m4_14 + m2_45 * m4_12)
+    det += m0_04 * (- m2_12 * m4_35 + m2_13 * m4_25 - m2_15 * m4_23 - m2_23 * m4_15 + m2_25 * m4_13 - m2_35 * m4_12)
+    det += m0_05 * (m2_12 * m4_34 - m2_13 * m4_24 + m2_14 * m4_23 + m2_23 * m4_14 - m2_24 * m4_13 + m2_34 * m4_12)
+    det += m0_12 * (m2_03 * m4_45 - m2_04 * m4_35 + m2_05 * m4_34 + m2_34 * m4_05 - m2_35 * m4_04 + m2_45 * m4_03)
+    det += m0_13 * (- m2_02 * m4_45 + m2_04 * m4_25 - m2_05 * m4_24 - m2_24 * m4_05 + m2_25 * m4_04 - m2_45 * m4_02)
+    det += m0_14 * (m2_02 * m4_35 - m2_03 * m4_25 + m2_05 * m4_23 + m2_23 * m4_05 - m2_25 * m4_03 + m2_35 * m4_02)
+    det += m0_15 * (- m2_02 * m4_34 + m2_03 * m4_24 - m2_04 * m4_23 - m2_23 * m4_04 + m2_24 * m4_03 - m2_34 * m4_02)
+    det += m0_23 * (m2_01 * m4_45 - m2_04 * m4_15 + m2_05 * m4_14 + m2_14 * m4_05 - m2_15 * m4_04 + m2_45 * m4_01)
+    det += m0_24 * (- m2_01 * m4_35 + m2_03 * m4_15 - m2_05 * m4_13 - m2_13 * m4_05 + m2_15 * m4_03 - m2_35 * m4_01)
+    det += m0_25 * (m2_01 * m4_34 - m2_03 * m4_14 + m2_04 * m4_13 + m2_13 * m4_04 - m2_14 * m4_03 + m2_34 * m4_01)
+    det += m0_34 * (m2_01 * m4_25 - m2_02 * m4_15 + m2_05 * m4_12 + m2_12 * m4_05 - m2_15 * m4_02 + m2_25 * m4_01)
+    det += m0_35 * (- m2_01 * m4_24 + m2_02 * m4_14 - m2_04 * m4_12 - m2_12 * m4_04 + m2_14 * m4_02 - m2_24 * m4_01)
+    det += m0_45 * (m2_01 * m4_23 - m2_02 * m4_13 + m2_03 * m4_12 + m2_12 * m4_03 - m2_13 * m4_02 + m2_23 * m4_01)
     return abs(det)
 
 
@@ -844,7 +924,11 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
                 apex = False
                 for r in range(d):
                     apex = apex or FV[f, r] == 0
-                if not apex:
+                if apex:
+                    continue
+                if d == 6:
+                    vol += _cone_det6(V, FV, f)
+                else:
                     for r in range(d):
                         for c in range(d):
                             M[r, c] = V[FV[f, r], c] - V[0, c]
