@@ -20,9 +20,10 @@ The ratio section (issue 18's target "analyze (L1, 5 contacts) <= 0.2x a plain
 scipy-qhull hull of the same wrenches"): for each 5-contact grasp, the median
 CPU time over ``repeat`` calls of ``ConvexHull(W)`` on its 40 L1 wrench points,
 of ``analyze(..., volume=True)`` (closure, epsilon and volume: what the qhull
-hull gives) and of ``analyze(...)`` (closure and epsilon, volume lazy); the
-ratios are of the medians over the grasps.  Pin to one core (``taskset -c 0``)
-and report the load (``uptime``).
+hull gives) and of ``analyze(...)`` (closure and epsilon, volume lazy), with
+the calls repeated (timeit style) and interleaved; the ratios are of the
+medians over the grasps.  Pin to one core (``taskset -c 0``) and report the
+load (``uptime``).
 """
 
 from __future__ import annotations
@@ -62,29 +63,38 @@ def timed(fn, repeat: int) -> tuple[list[float], list[float]]:
 
 
 def ratio_to_qhull(n_grasps: int, repeat: int) -> None:
-    """analyze vs scipy ConvexHull on the same 5-contact L1 wrench sets (CPU time, medians)."""
+    """analyze vs scipy ConvexHull on the same 5-contact L1 wrench sets (CPU time, medians).
+
+    Two orders: "repeated" times ``repeat`` calls of one function in a row (as timeit does: warm
+    caches for each); "interleaved" alternates the three functions call by call, so each call
+    follows the others' work (a changing machine load hits all three alike, and each call starts
+    with caches another function has used).
+    """
     from scipy.spatial import ConvexHull
 
     z = np.zeros(3)
-    rows = []
+    rows = {"repeated": [], "interleaved": []}
     for P, N in grasps(5, n_grasps):
         W = primitive_wrenches(P, N, 0.5, center=z, torque_scale=1.0).reshape(-1, 6)
-        ConvexHull(W)
         calls = (lambda: ConvexHull(W),
                  lambda: analyze(P, N, 0.5, center=z, torque_scale=1.0, volume=True),
                  lambda: analyze(P, N, 0.5, center=z, torque_scale=1.0))
-        # interleaved, so that a change of machine load hits all three alike
+        for fn in calls:
+            fn()
+        rows["repeated"].append([statistics.median(timed(fn, repeat)[1]) for fn in calls])
         cpu = [[] for _ in calls]
         for _ in range(repeat):
             for i, fn in enumerate(calls):
                 cpu[i] += timed(fn, 1)[1]
-        rows.append([statistics.median(c) for c in cpu])
-    q, av, ae = (statistics.median(col) for col in zip(*rows))
+        rows["interleaved"].append([statistics.median(c) for c in cpu])
     print(f"\nratio to qhull, 5-contact L1 grasps (40 wrench points), median CPU time over "
           f"{n_grasps} grasps x {repeat} calls:")
-    print(f"  scipy ConvexHull(W)                 {1e3 * q:8.3f} ms")
-    print(f"  analyze(..., volume=True)           {1e3 * av:8.3f} ms   ratio {av / q:6.3f}")
-    print(f"  analyze(...) (epsilon, lazy volume) {1e3 * ae:8.3f} ms   ratio {ae / q:6.3f}")
+    print(f"  {'calls':12s} {'ConvexHull(W)':>14s} {'analyze(volume=True)':>21s} {'ratio':>6s} "
+          f"{'analyze()':>10s} {'ratio':>6s}")
+    for mode, r in rows.items():
+        q, av, ae = (statistics.median(col) for col in zip(*r))
+        print(f"  {mode:12s} {1e3 * q:11.3f} ms {1e3 * av:18.3f} ms {av / q:6.3f} "
+              f"{1e3 * ae:7.3f} ms {ae / q:6.3f}")
 
 
 def main() -> None:
