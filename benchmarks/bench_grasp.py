@@ -5,6 +5,8 @@ Command (from the repository root):
     python benchmarks/bench_grasp.py            # full table
     python benchmarks/bench_grasp.py --grasps 5 --repeat 3   # quick
     python benchmarks/bench_grasp.py --linf-volume           # + full Linf hulls
+    taskset -c 0 python benchmarks/bench_grasp.py --ratio-only --grasps 20 --repeat 20
+                                                             # issue 18: analyze / qhull
 
 For k = 3, 5, 10, 20 contacts on a unit sphere (random directions, fixed
 seed, mu = 0.5, 8 cone edges, torque_scale = 1, normals to the centre), times
@@ -13,6 +15,15 @@ seed, mu = 0.5, 8 cone edges, torque_scale = 1, normals to the centre), times
 (process_time; robust when other processes load the machine).  The numba
 kernels are compiled/loaded before timing.  Also times, for reference, a full
 qhull (scipy ConvexHull) of the same L1 wrench points and the lazy L1 volume.
+
+The ratio section (issue 18's target "analyze (L1, 5 contacts) <= 0.2x a plain
+scipy-qhull hull of the same wrenches"): for each 5-contact grasp, the median
+CPU time over ``repeat`` calls of ``ConvexHull(W)`` on its 40 L1 wrench points,
+of ``analyze(..., volume=True)`` (closure, epsilon and volume: what the qhull
+hull gives) and of ``analyze(...)`` (closure and epsilon, volume lazy), with
+the calls repeated (timeit style) and interleaved; the ratios are of the
+medians over the grasps.  Pin to one core (``taskset -c 0``) and report the
+load (``uptime``).
 """
 
 from __future__ import annotations
@@ -51,6 +62,41 @@ def timed(fn, repeat: int) -> tuple[list[float], list[float]]:
     return wall, cpu
 
 
+def ratio_to_qhull(n_grasps: int, repeat: int) -> None:
+    """analyze vs scipy ConvexHull on the same 5-contact L1 wrench sets (CPU time, medians).
+
+    Two orders: "repeated" times ``repeat`` calls of one function in a row (as timeit does: warm
+    caches for each); "interleaved" alternates the three functions call by call, so each call
+    follows the others' work (a changing machine load hits all three alike, and each call starts
+    with caches another function has used).
+    """
+    from scipy.spatial import ConvexHull
+
+    z = np.zeros(3)
+    rows = {"repeated": [], "interleaved": []}
+    for P, N in grasps(5, n_grasps):
+        W = primitive_wrenches(P, N, 0.5, center=z, torque_scale=1.0).reshape(-1, 6)
+        calls = (lambda: ConvexHull(W),
+                 lambda: analyze(P, N, 0.5, center=z, torque_scale=1.0, volume=True),
+                 lambda: analyze(P, N, 0.5, center=z, torque_scale=1.0))
+        for fn in calls:
+            fn()
+        rows["repeated"].append([statistics.median(timed(fn, repeat)[1]) for fn in calls])
+        cpu = [[] for _ in calls]
+        for _ in range(repeat):
+            for i, fn in enumerate(calls):
+                cpu[i] += timed(fn, 1)[1]
+        rows["interleaved"].append([statistics.median(c) for c in cpu])
+    print(f"\nratio to qhull, 5-contact L1 grasps (40 wrench points), median CPU time over "
+          f"{n_grasps} grasps x {repeat} calls:")
+    print(f"  {'calls':12s} {'ConvexHull(W)':>14s} {'analyze(volume=True)':>21s} {'ratio':>6s} "
+          f"{'analyze()':>10s} {'ratio':>6s}")
+    for mode, r in rows.items():
+        q, av, ae = (statistics.median(col) for col in zip(*r))
+        print(f"  {mode:12s} {1e3 * q:11.3f} ms {1e3 * av:18.3f} ms {av / q:6.3f} "
+              f"{1e3 * ae:7.3f} ms {ae / q:6.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grasps", type=int, default=20, help="different grasps per size")
@@ -58,6 +104,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[3, 5, 10, 20])
     ap.add_argument("--linf-volume", action="store_true",
                     help="also time the full-hull L-infinity volume (seconds per call)")
+    ap.add_argument("--ratio-only", action="store_true",
+                    help="only the analyze / qhull ratio section")
     args = ap.parse_args()
 
     z = np.zeros(3)
@@ -65,6 +113,10 @@ def main() -> None:
     P, N = grasps(5, 1)[0]
     for gws in ("L1", "Linf"):
         analyze(P, N, 0.5, center=z, torque_scale=1.0, gws=gws, volume=gws == "L1")
+        analyze(P, N, 0.5, center=z, torque_scale=1.0, gws=gws)
+    if args.ratio_only:
+        ratio_to_qhull(args.grasps, args.repeat)
+        return
 
     print(f"analyze(points, normals, mu=0.5, edges=8): median per call over "
           f"{args.grasps} grasps x {args.repeat} calls")
@@ -108,6 +160,7 @@ def main() -> None:
             cpu += c
         print(f"  {label:30s} wall {1e3 * statistics.median(wall):8.3f} ms   "
               f"cpu {1e3 * statistics.median(cpu):8.3f} ms")
+    ratio_to_qhull(args.grasps, args.repeat)
 
 
     if args.linf_volume:

@@ -70,17 +70,38 @@ def matrix_to_rpy(R: np.ndarray) -> np.ndarray:
 
 
 def quat_to_matrix(q) -> np.ndarray:
-    """Unit quaternion (w, x, y, z) -> rotation matrix (3, 3)."""
-    w, x, y, z = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+    """Unit quaternion(s) (w, x, y, z) -> rotation matrix: (4,) -> (3, 3), or (..., 4) -> (..., 3, 3).
+
+    The one numpy conversion of the package (the compiled step has its own, ``rotations`` in
+    dynamics/_rows_kernel.py, checked against this one in tests/test_compiled_step.py).
+    """
+    q = np.asarray(q, dtype=float)
+    if q.ndim == 1:
+        w, x, y, z = q
+        return np.array([
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ])
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    R = np.empty(q.shape[:-1] + (3, 3))
+    R[..., 0, 0] = 1 - 2 * (y * y + z * z); R[..., 0, 1] = 2 * (x * y - w * z); R[..., 0, 2] = 2 * (x * z + w * y)
+    R[..., 1, 0] = 2 * (x * y + w * z); R[..., 1, 1] = 1 - 2 * (x * x + z * z); R[..., 1, 2] = 2 * (y * z - w * x)
+    R[..., 2, 0] = 2 * (x * z - w * y); R[..., 2, 1] = 2 * (y * z + w * x); R[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return R
 
 
 def matrix_to_quat(R: np.ndarray) -> np.ndarray:
-    """Rotation matrix -> unit quaternion (w, x, y, z) with w >= 0 (Shepperd's method)."""
+    """Rotation matrix -> unit quaternion (w, x, y, z) with w >= 0 (Shepperd's method):
+    (3, 3) -> (4,), or (..., 3, 3) -> (..., 4) one matrix at a time (set-up code, not a step)."""
+    R = np.asarray(R, dtype=float)
+    if R.ndim > 2:
+        flat = R.reshape(-1, 3, 3)
+        return np.array([_matrix_to_quat(r) for r in flat]).reshape(R.shape[:-2] + (4,))
+    return _matrix_to_quat(R)
+
+
+def _matrix_to_quat(R: np.ndarray) -> np.ndarray:
     t = np.trace(R)
     if t > 0:
         s = np.sqrt(t + 1.0) * 2

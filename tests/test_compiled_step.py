@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import graspsim
+from graspsim import spatial
 from graspsim.control import PDController
 from graspsim.dynamics import Simulator
 from graspsim.lcp import lemke
@@ -99,7 +100,7 @@ def test_compiled_row_builders_match_vectorised_reference():
         assert np.abs(c1 - c2).max() < 1e-15 and np.abs(q1 - q2).max() < 1e-15
         X = sim._poses(c1, q1)
         Xref = sim._X_static.copy()
-        Xref[sim.bodies.table_index] = B.link_poses(c1, B.quat_to_matrices(q1), sim.bodies.com_L)
+        Xref[sim.bodies.table_index] = B.link_poses(c1, spatial.quat_to_matrix(q1), sim.bodies.com_L)
         assert np.abs(X - Xref).max() < 1e-15
         F, jq = sim._joint_state(X, st.joint_q)
         Fr = joint_frames(sim.js, X)
@@ -114,7 +115,7 @@ def test_compiled_row_builders_match_vectorised_reference():
         # inverse masses, gyroscopic term and M^-1 (M v + h k) against the dense 6x6 per body
         k = rng.standard_normal((len(st.c), 6))
         I_W, Minv, aM = RK.mass_terms(sim.bodies.mass, sim.bodies.inertia_L, q1, st.v, k.copy(), h)
-        I_ref = B.world_inertia(B.quat_to_matrices(q1), sim.bodies.inertia_L)
+        I_ref = B.world_inertia(spatial.quat_to_matrix(q1), sim.bodies.inertia_L)
         w = st.v[:, 3:]
         gyro = -np.cross(w, np.einsum("nij,nj->ni", I_ref, w))
         for i in range(len(st.c)):

@@ -256,6 +256,41 @@ def test_l1_matches_qhull_on_random_grasps():
     assert n_fc >= 40 and n_full >= 100
 
 
+def test_compiled_hull_matches_qhull_on_random_wrench_sets():
+    """Epsilon and volume of the compiled hull vs scipy's ConvexHull, 1e-9 relative, on explicit
+    6-D point sets (L1): Gaussian clouds around a shifted centre (closure or not), clouds with
+    duplicated and interior points, and 5-contact grasps; both the one-pass ``volume=True`` path
+    and the epsilon search + lazy volume."""
+    from scipy.spatial import ConvexHull
+
+    rng = np.random.default_rng(18)
+    n_fc = 0
+    for trial in range(60):
+        if trial % 3 == 2:
+            P, N = sphere_grasp(rng, 5)
+            W = g.primitive_wrenches(P, N, 0.5, center=Z3, torque_scale=1.0).reshape(-1, 6)
+        else:
+            W = rng.normal(size=(int(rng.integers(8, 60)), 6)) + rng.uniform(-1.0, 1.0, 6)
+            if trial % 3 == 1:  # duplicates and interior points leave the hull unchanged
+                W = np.vstack([W, W[:5], 0.1 * W[5:10] + 0.9 * W.mean(axis=0)])
+        hull = ConvexHull(W)
+        eps_q = float(-hull.equations[:, -1].max())  # n.x + c <= 0 inside: distance -c
+        fc_q = eps_q > CLOSURE_RTOL * np.linalg.norm(W, axis=1).max()
+        one_pass = g.analyze_wrenches(W, volume=True)
+        lazy = g.analyze_wrenches(W)
+        for r in (one_pass, lazy):
+            assert r.force_closure == fc_q
+            assert r.volume == pytest.approx(hull.volume, rel=1e-9)
+            if fc_q:
+                assert r.epsilon == pytest.approx(eps_q, rel=1e-9)
+            else:
+                assert r.epsilon == 0.0
+        # the lazy volume runs the same full hull as the one-pass path: identical bits
+        assert one_pass.volume == lazy.volume
+        n_fc += fc_q
+    assert 10 <= n_fc <= 50
+
+
 def test_linf_matches_explicit_minkowski_sum():
     """Support-function search vs qhull of the enumerated Minkowski sum."""
     rng = np.random.default_rng(6)

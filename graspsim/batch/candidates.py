@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .. import spatial
+
 __all__ = ["Candidate", "ObjectGeometry", "object_geometry", "generate_candidates", "plan_candidates",
            "fibonacci_sphere", "approach_frame"]
 
@@ -103,10 +105,7 @@ def fibonacci_sphere(n: int) -> np.ndarray:
 def _random_rotation(rng: np.random.Generator) -> np.ndarray:
     q = rng.standard_normal(4)
     q /= np.linalg.norm(q)
-    w, x, y, z = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    return spatial.quat_to_matrix(q)
 
 
 def _perpendicular(a: np.ndarray) -> np.ndarray:

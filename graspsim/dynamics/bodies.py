@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import spatial
 from ..model.bodies import BodyTable
 
 
@@ -55,42 +56,19 @@ class DynamicBodies:
         return len(self.table_index)
 
 
-def quat_to_matrices(q: np.ndarray) -> np.ndarray:
-    """(n, 4) unit quaternions (w, x, y, z) -> (n, 3, 3) rotation matrices."""
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    R = np.empty((len(q), 3, 3))
-    R[:, 0, 0] = 1 - 2 * (y * y + z * z); R[:, 0, 1] = 2 * (x * y - w * z); R[:, 0, 2] = 2 * (x * z + w * y)
-    R[:, 1, 0] = 2 * (x * y + w * z); R[:, 1, 1] = 1 - 2 * (x * x + z * z); R[:, 1, 2] = 2 * (y * z - w * x)
-    R[:, 2, 0] = 2 * (x * z - w * y); R[:, 2, 1] = 2 * (y * z + w * x); R[:, 2, 2] = 1 - 2 * (x * x + y * y)
-    return R
-
-
-def matrices_to_quat(R: np.ndarray) -> np.ndarray:
-    """(n, 3, 3) -> (n, 4) quaternions with w >= 0."""
-    from ..spatial import matrix_to_quat
-
-    return np.array([matrix_to_quat(r) for r in R]).reshape(-1, 4)
-
-
-def rate_matrices(q: np.ndarray) -> np.ndarray:
-    """The 4x3 matrices B of eq. (10) for each body: ``q_dot = B @ omega_body``."""
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    B = np.empty((len(q), 4, 3))
-    B[:, 0] = np.stack([-x, -y, -z], 1)
-    B[:, 1] = np.stack([w, -z, y], 1)
-    B[:, 2] = np.stack([z, w, -x], 1)
-    B[:, 3] = np.stack([-y, x, w], 1)
-    return 0.5 * B
-
-
 def integrate_poses(c: np.ndarray, q: np.ndarray, v: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
     """Steps 1-2: ``pose^{l+1} = pose^l + h G v^l`` with G = [[I, 0], [0, B R^T]] (eq. 11-12), renormalised.
 
     ``c`` (nb, 3) com positions, ``q`` (nb, 4) quaternions, ``v`` (nb, 6) [v; omega] in W.
     """
-    R = quat_to_matrices(q)
-    omega_body = np.einsum("nji,nj->ni", R, v[:, 3:])          # R^T omega
-    qdot = np.einsum("nij,nj->ni", rate_matrices(q), omega_body)
+    R = spatial.quat_to_matrix(q)
+    wb = np.einsum("nji,nj->ni", R, v[:, 3:])                  # R^T omega
+    w, x, y, z = q.T
+    # q_dot = B(q) omega_body, B the 4x3 matrix of eq. (10) (spatial.euler_parameter_rate_matrix)
+    qdot = 0.5 * np.stack([-x * wb[:, 0] - y * wb[:, 1] - z * wb[:, 2],
+                           w * wb[:, 0] - z * wb[:, 1] + y * wb[:, 2],
+                           z * wb[:, 0] + w * wb[:, 1] - x * wb[:, 2],
+                           -y * wb[:, 0] + x * wb[:, 1] + w * wb[:, 2]], 1)
     q_new = q + h * qdot
     q_new /= np.linalg.norm(q_new, axis=1, keepdims=True)
     return c + h * v[:, :3], q_new

@@ -1,4 +1,4 @@
-"""Joints in maximal coordinates: constraint rows (eq. 7, 16), joint values and rates, limits (eq. 9).
+"""Joints in maximal coordinates: constraint rows (eq. 7, 16), joint values, limits (eq. 9).
 
 Every joint of every robot, plus one fixed joint per mounted robot (hand on arm), becomes a
 :class:`JointSet` entry.  A joint's frame J is carried by the parent (``X_WJ = X_WP X_PJ``) and by the
@@ -6,6 +6,8 @@ child (``X_WJ' = X_WC inv(X_JC)``); the constraint keeps J' where the joint's mo
 revolute -- same origin and axis (5 rows), prismatic -- same orientation, origin on the axis
 (5 rows), fixed -- identical (6 rows).  Rows measure child-minus-parent velocities; their position
 errors (child side minus parent side) drive the error-correction velocities of eq. (16).
+Joint rates and joint-torque wrenches are built by the compiled step only
+(``rate_rows``/``joint_wrenches`` in dynamics/_rows_kernel.py).
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import numpy as np
 from .. import spatial
 from ..model.bodies import BodyTable
 from ..model.description import FIXED, PRISMATIC, REVOLUTE, World
-from .rows import Rows, cross, angular_row, linear_row
+from .rows import Rows, cross
 
 KIND_CODE = {REVOLUTE: 0, PRISMATIC: 1, FIXED: 2}
 
@@ -160,42 +162,6 @@ def joint_values(js: JointSet, F: JointFrames, previous: np.ndarray | None = Non
     return q
 
 
-def joint_rates(js: JointSet, F: JointFrames, v: np.ndarray, slot: np.ndarray, com_W: np.ndarray) -> np.ndarray:
-    """Joint velocities (rad/s or m/s) from body velocities ``v`` (nb, 6) (static bodies at rest)."""
-    rows = rate_rows(js, F, np.arange(len(js)), slot, com_W)
-    return rows_apply(rows, v)
-
-
-def rows_apply(rows: Rows, v: np.ndarray) -> np.ndarray:
-    """Evaluate rows at the velocities ``v`` (nb, 6)."""
-    vv = np.concatenate([v, np.zeros((1, 6))])  # slot -1 -> zero velocity
-    return np.einsum("rkc,rkc->r", rows.jac, vv[rows.bodies])
-
-
-def rate_rows(js: JointSet, F: JointFrames, idx: np.ndarray, slot: np.ndarray, com_W: np.ndarray,
-              scale: np.ndarray | None = None) -> Rows:
-    """Rows giving ``scale * joint rate`` for joints ``idx`` (child minus parent, along the axis)."""
-    idx = np.asarray(idx, dtype=np.int64)
-    n = len(idx)
-    a = F.axis[idx] * (1.0 if scale is None else scale[:, None])
-    jac = np.zeros((n, 2, 6))
-    rev = js.kind[idx] == 0
-    jac[rev, 1] = angular_row(a[rev])
-    jac[rev, 0] = -jac[rev, 1]
-    pri = ~rev
-    if np.any(pri):
-        o = F.o[idx][pri]
-        jac[pri, 1] = linear_row(a[pri], o, com_W[js.child[idx][pri]])
-        jac[pri, 0] = -linear_row(a[pri], o, com_W[js.parent[idx][pri]])
-    bodies = np.stack([slot[js.parent[idx]], slot[js.child[idx]]], 1)
-    return Rows(bodies, jac, np.zeros(n))
-
-
-def _pair_rows(jac_child: np.ndarray, jac_parent: np.ndarray, p_slot: np.ndarray, c_slot: np.ndarray,
-               err: np.ndarray) -> Rows:
-    return Rows(np.stack([p_slot, c_slot], 1), np.stack([-jac_parent, jac_child], 1), err)
-
-
 # row types of the joint template: linear along a world axis, angular about a world axis,
 # linear along a perpendicular of the joint axis, angular about such a perpendicular
 LIN_E, ANG_E, LIN_P, ANG_P = 0, 1, 2, 3
@@ -265,33 +231,3 @@ def equality_rows(js: JointSet, F: JointFrames, slot: np.ndarray, com_W: np.ndar
     rows = Rows(bodies, np.stack([-jp, jc], 1), err, None, const)
     # rows between two static bodies carry no unknowns
     return rows.select(np.any(bodies >= 0, axis=1))
-
-
-def joint_wrenches(js: JointSet, F: JointFrames, tau: np.ndarray, com_W: np.ndarray, nbodies: int,
-                   slot: np.ndarray) -> np.ndarray:
-    """(nb, 6) body wrenches [force; torque about the com] from joint torques/forces ``tau`` (nj,).
-
-    Applied equal and opposite to the child and the parent (step 7 / 8).
-    """
-    out = np.zeros((nbodies + 1, 6))      # last row collects static bodies (discarded)
-    nz = np.flatnonzero(tau)
-    if not len(nz):
-        return out[:-1]
-    a = F.axis[nz] * tau[nz, None]
-    rev = js.kind[nz] == 0
-    w_child = np.zeros((len(nz), 6))
-    w_parent = np.zeros((len(nz), 6))
-    w_child[rev, 3:] = a[rev]
-    w_parent[rev, 3:] = -a[rev]
-    pri = ~rev
-    if np.any(pri):
-        o = F.o[nz][pri]
-        w_child[pri, :3] = a[pri]
-        w_child[pri, 3:] = cross(o - com_W[js.child[nz][pri]], a[pri])
-        w_parent[pri, :3] = -a[pri]
-        w_parent[pri, 3:] = -cross(o - com_W[js.parent[nz][pri]], a[pri])
-    cs = slot[js.child[nz]]
-    ps = slot[js.parent[nz]]
-    np.add.at(out, np.where(cs < 0, nbodies, cs), w_child)
-    np.add.at(out, np.where(ps < 0, nbodies, ps), w_parent)
-    return out[:-1]

@@ -173,7 +173,7 @@ class Simulator:
         X0 = self._X_static[self.bodies.table_index]
         R0 = X0[:, :3, :3]
         c0 = X0[:, :3, 3] + np.einsum("nij,nj->ni", R0, self.bodies.com_L)
-        q0 = B.matrices_to_quat(R0) if nb else np.zeros((0, 4))
+        q0 = spatial.matrix_to_quat(R0) if nb else np.zeros((0, 4))
         F = joint_frames(self.js, self._X_static)
         jq = joint_values(self.js, F)
         # revolute values beyond +-pi come from the world's DOFs (unwrap against them)

@@ -54,6 +54,18 @@ def _mix(i):
 
 
 @njit(cache=True, nogil=True)
+def _vertex_hash(VH, i):
+    """Two independent 64-bit hashes of vertex id ``i`` into ``VH[i]``.
+
+    A ridge (d-1 vertices) is keyed by the wrapping sums of its vertices' hashes, which do not
+    depend on the vertex order; two ridges are taken as equal when both sums agree (a false
+    match has probability about 2**-128 per comparison, instead of comparing the vertex lists).
+    """
+    VH[i, 0] = _mix(i)
+    VH[i, 1] = _mix(np.uint64(i) ^ _M3)
+
+
+@njit(cache=True, nogil=True)
 def support(G, include_origin, offset, u, out):
     """Support point of the space described by ``G`` in direction ``u``.
 
@@ -76,11 +88,11 @@ def _plane(V, FV, f, interior, FU, degen_tol, A, perm, x):
     affinely dependent (smallest pivot <= degen_tol).
     """
     d = V.shape[1]
-    A = np.empty((d - 1, d))
     for r in range(d - 1):
         for c in range(d):
             A[r, c] = V[FV[f, r + 1], c] - V[FV[f, 0], c]
-    perm = np.arange(d)
+    for c in range(d):
+        perm[c] = c
     minpiv = np.inf
     for r in range(d - 1):
         # full pivot search in A[r:, r:]
@@ -174,8 +186,9 @@ def _plane_from_neighbours(V, FV, f, s, FU, g, h, interior, res_tol):
     nn = np.sqrt(nn)
     if not nn > 1e-6:
         return 0.0, False
+    inv = 1.0 / nn
     for c in range(d):
-        FU[f, c] /= nn
+        FU[f, c] *= inv
     b = 0.0
     lo = np.inf
     hi = -np.inf
@@ -224,6 +237,36 @@ def _support_row(G, include_origin, offset, U, row, out):
     for c in range(d):
         val += out[c] * U[row, c]
     return val
+
+
+@njit(cache=True, nogil=True)
+def _support_rem(G, offset, U, row, rem, nrem, out):
+    """Support over the explicit points ``G[0, rem[:nrem]] - offset`` in direction ``U[row]``.
+
+    For the full hull of an explicit point set (L1): a point already inserted is a vertex of
+    the polytope and never lies beyond one of its facets, so only the points not yet inserted
+    are scanned.  Writes the point to ``out``; returns ``(u.out, position in rem)``, or
+    ``(-inf, -1)`` when no point is left.
+    """
+    d = G.shape[2]
+    best = -np.inf
+    bp = -1
+    for e in range(nrem):
+        j = rem[e]
+        s = 0.0
+        for c in range(d):
+            s += G[0, j, c] * U[row, c]
+        if s > best:
+            best = s
+            bp = e
+    if bp < 0:
+        return best, bp
+    j = rem[bp]
+    val = 0.0
+    for c in range(d):
+        out[c] = G[0, j, c] - offset[c]
+        val += out[c] * U[row, c]
+    return val, bp
 
 
 @njit(cache=True, nogil=True)
@@ -398,26 +441,115 @@ def _support_row_1d(G, include_origin, offset, u, sign, out):
 
 @njit(cache=True, nogil=True)
 def _abs_det(M):
-    """|det M| by Gaussian elimination with partial pivoting (M is overwritten)."""
+    """|det M| by Gaussian elimination with partial pivoting (M is overwritten).
+
+    Runs once per hull facet in the volume sum, so it is written without data-dependent
+    branches (the pivot row is picked by selects and swapped unconditionally) and with one
+    reciprocal per pivot: mispredicted branches, not arithmetic, dominated its time.
+    """
     n = M.shape[0]
     det = 1.0
     for r in range(n):
         p = r
+        big = abs(M[r, r])
         for i in range(r + 1, n):
-            if abs(M[i, r]) > abs(M[p, r]):
-                p = i
-        if M[p, r] == 0.0:
+            a = abs(M[i, r])
+            p = i if a > big else p
+            big = a if a > big else big
+        if big == 0.0:
             return 0.0
-        if p != r:
-            for c in range(n):
-                t = M[r, c]
-                M[r, c] = M[p, c]
-                M[p, c] = t
-        det *= M[r, r]
+        for c in range(r, n):  # p == r swaps a row with itself
+            t = M[r, c]
+            M[r, c] = M[p, c]
+            M[p, c] = t
+        piv = M[r, r]
+        det *= piv
+        inv = 1.0 / piv
         for i in range(r + 1, n):
-            f = M[i, r] / M[r, r]
-            for c in range(r, n):
+            f = M[i, r] * inv
+            for c in range(r + 1, n):
                 M[i, c] -= f * M[r, c]
+    return abs(det)
+
+
+@njit(cache=True, nogil=True)
+def _cone_det6(V, FV, f):
+    """|det(v_r - v_0)| of facet f for d = 6, by Laplace expansion in 2x2 minors of rows (0, 1),
+    (2, 3) and (4, 5): straight-line products with no branch and no division (the volume sum
+    runs it once per facet; partial-pivoting elimination there was latency-bound)."""
+    i0 = FV[f, 0]
+    i1 = FV[f, 1]
+    i2 = FV[f, 2]
+    i3 = FV[f, 3]
+    i4 = FV[f, 4]
+    i5 = FV[f, 5]
+    a00, a01, a02, a03, a04, a05 = V[i0, 0] - V[0, 0], V[i0, 1] - V[0, 1], V[i0, 2] - V[0, 2], V[i0, 3] - V[0, 3], V[i0, 4] - V[0, 4], V[i0, 5] - V[0, 5]
+    a10, a11, a12, a13, a14, a15 = V[i1, 0] - V[0, 0], V[i1, 1] - V[0, 1], V[i1, 2] - V[0, 2], V[i1, 3] - V[0, 3], V[i1, 4] - V[0, 4], V[i1, 5] - V[0, 5]
+    a20, a21, a22, a23, a24, a25 = V[i2, 0] - V[0, 0], V[i2, 1] - V[0, 1], V[i2, 2] - V[0, 2], V[i2, 3] - V[0, 3], V[i2, 4] - V[0, 4], V[i2, 5] - V[0, 5]
+    a30, a31, a32, a33, a34, a35 = V[i3, 0] - V[0, 0], V[i3, 1] - V[0, 1], V[i3, 2] - V[0, 2], V[i3, 3] - V[0, 3], V[i3, 4] - V[0, 4], V[i3, 5] - V[0, 5]
+    a40, a41, a42, a43, a44, a45 = V[i4, 0] - V[0, 0], V[i4, 1] - V[0, 1], V[i4, 2] - V[0, 2], V[i4, 3] - V[0, 3], V[i4, 4] - V[0, 4], V[i4, 5] - V[0, 5]
+    a50, a51, a52, a53, a54, a55 = V[i5, 0] - V[0, 0], V[i5, 1] - V[0, 1], V[i5, 2] - V[0, 2], V[i5, 3] - V[0, 3], V[i5, 4] - V[0, 4], V[i5, 5] - V[0, 5]
+    m0_01 = a00 * a11 - a01 * a10
+    m0_02 = a00 * a12 - a02 * a10
+    m0_03 = a00 * a13 - a03 * a10
+    m0_04 = a00 * a14 - a04 * a10
+    m0_05 = a00 * a15 - a05 * a10
+    m0_12 = a01 * a12 - a02 * a11
+    m0_13 = a01 * a13 - a03 * a11
+    m0_14 = a01 * a14 - a04 * a11
+    m0_15 = a01 * a15 - a05 * a11
+    m0_23 = a02 * a13 - a03 * a12
+    m0_24 = a02 * a14 - a04 * a12
+    m0_25 = a02 * a15 - a05 * a12
+    m0_34 = a03 * a14 - a04 * a13
+    m0_35 = a03 * a15 - a05 * a13
+    m0_45 = a04 * a15 - a05 * a14
+    m2_01 = a20 * a31 - a21 * a30
+    m2_02 = a20 * a32 - a22 * a30
+    m2_03 = a20 * a33 - a23 * a30
+    m2_04 = a20 * a34 - a24 * a30
+    m2_05 = a20 * a35 - a25 * a30
+    m2_12 = a21 * a32 - a22 * a31
+    m2_13 = a21 * a33 - a23 * a31
+    m2_14 = a21 * a34 - a24 * a31
+    m2_15 = a21 * a35 - a25 * a31
+    m2_23 = a22 * a33 - a23 * a32
+    m2_24 = a22 * a34 - a24 * a32
+    m2_25 = a22 * a35 - a25 * a32
+    m2_34 = a23 * a34 - a24 * a33
+    m2_35 = a23 * a35 - a25 * a33
+    m2_45 = a24 * a35 - a25 * a34
+    m4_01 = a40 * a51 - a41 * a50
+    m4_02 = a40 * a52 - a42 * a50
+    m4_03 = a40 * a53 - a43 * a50
+    m4_04 = a40 * a54 - a44 * a50
+    m4_05 = a40 * a55 - a45 * a50
+    m4_12 = a41 * a52 - a42 * a51
+    m4_13 = a41 * a53 - a43 * a51
+    m4_14 = a41 * a54 - a44 * a51
+    m4_15 = a41 * a55 - a45 * a51
+    m4_23 = a42 * a53 - a43 * a52
+    m4_24 = a42 * a54 - a44 * a52
+    m4_25 = a42 * a55 - a45 * a52
+    m4_34 = a43 * a54 - a44 * a53
+    m4_35 = a43 * a55 - a45 * a53
+    m4_45 = a44 * a55 - a45 * a54
+    det = 0.0
+    det += m0_01 * (m2_23 * m4_45 - m2_24 * m4_35 + m2_25 * m4_34 + m2_34 * m4_25 - m2_35 * m4_24 + m2_45 * m4_23)
+    det += m0_02 * (- m2_13 * m4_45 + m2_14 * m4_35 - m2_15 * m4_34 - m2_34 * m4_15 + m2_35 * m4_14 - m2_45 * m4_13)
+    det += m0_03 * (m2_12 * m4_45 - m2_14 * m4_25 + m2_15 * m4_24 + m2_24 * m4_15 - m2_25 * m4_14 + m2_45 * m4_12)
+    det += m0_04 * (- m2_12 * m4_35 + m2_13 * m4_25 - m2_15 * m4_23 - m2_23 * m4_15 + m2_25 * m4_13 - m2_35 * m4_12)
+    det += m0_05 * (m2_12 * m4_34 - m2_13 * m4_24 + m2_14 * m4_23 + m2_23 * m4_14 - m2_24 * m4_13 + m2_34 * m4_12)
+    det += m0_12 * (m2_03 * m4_45 - m2_04 * m4_35 + m2_05 * m4_34 + m2_34 * m4_05 - m2_35 * m4_04 + m2_45 * m4_03)
+    det += m0_13 * (- m2_02 * m4_45 + m2_04 * m4_25 - m2_05 * m4_24 - m2_24 * m4_05 + m2_25 * m4_04 - m2_45 * m4_02)
+    det += m0_14 * (m2_02 * m4_35 - m2_03 * m4_25 + m2_05 * m4_23 + m2_23 * m4_05 - m2_25 * m4_03 + m2_35 * m4_02)
+    det += m0_15 * (- m2_02 * m4_34 + m2_03 * m4_24 - m2_04 * m4_23 - m2_23 * m4_04 + m2_24 * m4_03 - m2_34 * m4_02)
+    det += m0_23 * (m2_01 * m4_45 - m2_04 * m4_15 + m2_05 * m4_14 + m2_14 * m4_05 - m2_15 * m4_04 + m2_45 * m4_01)
+    det += m0_24 * (- m2_01 * m4_35 + m2_03 * m4_15 - m2_05 * m4_13 - m2_13 * m4_05 + m2_15 * m4_03 - m2_35 * m4_01)
+    det += m0_25 * (m2_01 * m4_34 - m2_03 * m4_14 + m2_04 * m4_13 + m2_13 * m4_04 - m2_14 * m4_03 + m2_34 * m4_01)
+    det += m0_34 * (m2_01 * m4_25 - m2_02 * m4_15 + m2_05 * m4_12 + m2_12 * m4_05 - m2_15 * m4_02 + m2_25 * m4_01)
+    det += m0_35 * (- m2_01 * m4_24 + m2_02 * m4_14 - m2_04 * m4_12 - m2_12 * m4_04 + m2_14 * m4_02 - m2_24 * m4_01)
+    det += m0_45 * (m2_01 * m4_23 - m2_02 * m4_13 + m2_03 * m4_12 + m2_12 * m4_03 - m2_13 * m4_02 + m2_23 * m4_01)
     return abs(det)
 
 
@@ -467,24 +599,29 @@ def _push_new(hb, hf, nheap, FB, first, last, full, bound):
     offset <= bound (``eps <= ub``: any support value bounds min h, so a
     facet with a larger offset can never be the answer; it stays in the hull
     but out of the queue)."""
+    if full:
+        for e in range(first, last):
+            hf[nheap] = e
+            nheap += 1
+        return nheap
     for e in range(first, last):
-        if full or FB[e] <= bound:
+        if FB[e] <= bound:
             _heap_push(hb, hf, nheap, FB[e], e)
             nheap += 1
     return nheap
 
 
 @njit(cache=True, nogil=True)
-def _cone_horizon(V, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g, hor_s, hor_h,
-                  interior, res_tol, degen_tol, wA, wperm, wx, tkey, tval, tstamp, tbits,
-                  stamp):
+def _cone_horizon(V, VH, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g, hor_s, hor_h,
+                  interior, res_tol, degen_tol, wA, wperm, wx, tkey, tkey2, tval, tslot, tstamp,
+                  tbits, stamp):
     """Create the facets ``ridge + q`` for the nh horizon ridges.
 
     Each new facet copies its visible parent with the vertex of the ridge's
     slot replaced by ``q``; its neighbour across the ridge is the hidden
     facet.  New facets sharing a ridge through ``q`` are matched by an
-    open-addressing table keyed by an order-free hash of the ridge's other
-    vertices (then checked vertex by vertex).  Returns ``(nf, status)``.
+    open-addressing table keyed by two order-free hashes of the ridge's other
+    vertices (see ``_vertex_hash``).  Returns ``(nf, status)``.
     """
     d = V.shape[1]
     n_added = stamp
@@ -516,31 +653,23 @@ def _cone_horizon(V, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g, hor_s, 
         vis[nfi] = False
         seen[nfi] = -1
         # ridges through p: facet vertices minus q minus one more
+        tot = np.uint64(0)
+        tot2 = np.uint64(0)
+        for c in range(d):
+            if c != s:
+                tot += VH[FV[nfi, c], 0]
+                tot2 += VH[FV[nfi, c], 1]
         for t in range(d):
             if t == s:
                 continue
-            key = np.uint64(0)
-            for c in range(d):
-                if c != s and c != t:
-                    key += _mix(FV[nfi, c])
+            key = tot - VH[FV[nfi, t], 0]
+            key2 = tot2 - VH[FV[nfi, t], 1]
             slot = key & mask
             matched = False
             while tstamp[slot] == n_added:
-                if tkey[slot] == key and tval[slot] >= 0:
-                    other = tval[slot]
-                    of = other // d
-                    ot = other % d
-                    # verify that the two ridges really coincide
-                    for c in range(d):
-                        if c == s or c == t:
-                            continue
-                        vv = FV[nfi, c]
-                        found = False
-                        for c2 in range(d):
-                            if c2 != ot and FV[of, c2] == vv:
-                                found = True
-                        if not found:
-                            status = -4
+                if tkey[slot] == key and tkey2[slot] == key2 and tval[slot] >= 0:
+                    of = tval[slot]
+                    ot = tslot[slot]
                     FN[nfi, t] = of
                     FN[of, ot] = nfi
                     tval[slot] = -1  # consumed
@@ -551,7 +680,9 @@ def _cone_horizon(V, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g, hor_s, 
             if not matched:
                 tstamp[slot] = n_added
                 tkey[slot] = key
-                tval[slot] = nfi * d + t
+                tkey2[slot] = key2
+                tval[slot] = nfi
+                tslot[slot] = t
                 n_open += 1
         if status != 0:
             break
@@ -596,13 +727,15 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     interior = np.zeros(d)
     vcap = 64
     V = np.empty((vcap, d))
+    VH = np.empty((vcap, 2), np.uint64)   # two hashes of each vertex id: ridge key terms
     for i in range(d + 1):
+        _vertex_hash(VH, i)
         for c in range(d):
             interior[c] += init_pts[i, c] / (d + 1)
             V[i, c] = init_pts[i, c]
     nv = d + 1
 
-    fcap = 256
+    fcap = 4096 if full else 256
     FV = np.empty((fcap, d), np.int64)
     FN = np.empty((fcap, d), np.int64)
     FU = np.empty((fcap, d))
@@ -619,11 +752,13 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     # hash of the ridge's other vertices; stamps avoid clearing it)
     tbits = 10
     tkey = np.zeros(1 << tbits, np.uint64)
+    tkey2 = np.zeros(1 << tbits, np.uint64)
     tval = np.zeros(1 << tbits, np.int64)
+    tslot = np.zeros(1 << tbits, np.int64)
     tstamp = np.full(1 << tbits, -1, np.int64)
     u_min = np.zeros(d)
-    hb = np.empty(256)
-    hf = np.empty(256, np.int64)
+    hb = np.empty(fcap)
+    hf = np.empty(fcap, np.int64)
     nheap = 0
     for f in range(d + 1):
         s = 0
@@ -641,6 +776,26 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
         nheap += 1
     nf = d + 1
 
+    # full hull of an explicit point set: scan only the points not inserted yet
+    explicit = full and (not include_origin) and G.shape[0] == 1
+    rem = np.empty(G.shape[1], np.int64)
+    nrem = 0
+    if explicit:
+        for j in range(G.shape[1]):
+            rem[j] = j
+        nrem = G.shape[1]
+        for i in range(d + 1):  # the simplex's vertices are inserted points too
+            for e in range(nrem):
+                same = True
+                for c in range(d):
+                    if G[0, rem[e], c] - offset[c] != init_pts[i, c]:
+                        same = False
+                        break
+                if same:
+                    nrem -= 1
+                    rem[e] = rem[nrem]
+                    break
+
     p = np.empty(d)
     status = 0
     b_min = np.inf
@@ -652,11 +807,18 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     stack = np.empty(64, np.int64)
     visible = np.empty(64, np.int64)
     while nheap > 0:
-        f = _heap_pop(hb, hf, nheap)
+        if full:
+            f = hf[nheap - 1]
+        else:
+            f = _heap_pop(hb, hf, nheap)
         nheap -= 1
         if not alive[f]:
             continue
-        hv = _support_row(G, include_origin, offset, FU, f, p)
+        pos = -1
+        if explicit:
+            hv, pos = _support_rem(G, offset, FU, f, rem, nrem, p)
+        else:
+            hv = _support_row(G, include_origin, offset, FU, f, p)
         if hv < ub:
             ub = hv
         if hv <= FB[f] + tol:
@@ -681,8 +843,13 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
         # ---- add vertex p
         if nv >= V.shape[0]:
             V = _grow2(V, 2 * V.shape[0])
+            VH = _grow2(VH, V.shape[0])
         for c in range(d):
             V[nv, c] = p[c]
+        _vertex_hash(VH, nv)
+        if pos >= 0:
+            nrem -= 1
+            rem[pos] = rem[nrem]
         q = nv
         nv += 1
         # ---- visible region (connected, starting from f) and its horizon.
@@ -724,12 +891,14 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
             while (1 << tbits) < need:
                 tbits += 1
             tkey = np.zeros(1 << tbits, np.uint64)
+            tkey2 = np.zeros(1 << tbits, np.uint64)
             tval = np.zeros(1 << tbits, np.int64)
+            tslot = np.zeros(1 << tbits, np.int64)
             tstamp = np.full(1 << tbits, -1, np.int64)
         first_new = nf
-        nf, status = _cone_horizon(V, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g,
+        nf, status = _cone_horizon(V, VH, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g,
                                    hor_s, hor_h, interior, res_tol, degen_tol, wA, wperm, wx,
-                                   tkey, tval, tstamp, tbits, n_added)
+                                   tkey, tkey2, tval, tslot, tstamp, tbits, n_added)
         if status != 0:
             break
         for e in range(nvis):
@@ -750,9 +919,19 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
         if alive[f]:
             nalive += 1
             if full and status == 0:
-                # cone from the interior point: |det(v_r - c)| / d!
+                # cone from vertex 0 (a point of the polytope): |det(v_r - v_0)| / d!; the
+                # facets through vertex 0 add nothing
+                apex = False
                 for r in range(d):
-                    for c in range(d):
-                        M[r, c] = V[FV[f, r], c] - interior[c]
-                vol += _abs_det(M) / fact
+                    apex = apex or FV[f, r] == 0
+                if apex:
+                    continue
+                if d == 6:
+                    vol += _cone_det6(V, FV, f)
+                else:
+                    for r in range(d):
+                        for c in range(d):
+                            M[r, c] = V[FV[f, r], c] - V[0, c]
+                    vol += _abs_det(M)
+    vol /= fact
     return status, b_min, u_min, n_added, nalive, vol, nf

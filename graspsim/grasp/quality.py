@@ -26,10 +26,12 @@ Quality measures:
   largest origin-centred ball inside the space = distance from the origin to
   the nearest facet; Ferrari & Canny 1992), else 0.0.           (eq. 9)
 * ``volume``: 6-volume of the space (0.0 when lower-dimensional).  Computed
-  lazily on first access of ``GraspQuality.volume`` (or eagerly with
-  ``analyze(..., volume=True)``) by the same support-driven hull run to
-  completion; the volume is the sum over facets of the simplex cones from an
-  interior point, ``|det(v_1-c, ..., v_6-c)| / 6!``.
+  lazily on first access of ``GraspQuality.volume`` by the same
+  support-driven hull run to completion; the volume is the sum over facets of
+  the simplex cones from a vertex ``c`` of the hull,
+  ``|det(v_1-c, ..., v_6-c)| / 6!``.  ``analyze(..., volume=True)`` runs only
+  that full hull: every facet of it is verified, so its smallest facet offset
+  is epsilon as well (one kernel call instead of two).
 
 The epsilon search never builds the whole hull: see :mod:`._hull` (an
 expanding-polytope search that refines only facets nearer than the current
@@ -126,13 +128,20 @@ def support_function(wrenches: ArrayLike, u: ArrayLike,
 
 
 def _search(W: FloatArray, gws: str, offset: FloatArray | None = None, *, full: bool = False,
-            max_facets: int = MAX_VOLUME_FACETS):
-    """Run the numba kernel; returns (status, b_min, u_min, n_added, n_facets, volume)."""
+            max_facets: int = MAX_VOLUME_FACETS, S: float | None = None):
+    """Run the numba kernel; returns (status, b_min, u_min, n_added, n_facets, volume).
+
+    ``S``: the size of the space (:func:`_scale`) when the caller has it already.
+    """
     d = W.shape[2]
     G, inc = _kernel_space(W, gws)
-    S = _scale(W, gws)
-    off = np.zeros(d) if offset is None else np.ascontiguousarray(offset, dtype=np.float64)
-    S = max(S, float(np.abs(off).max(initial=0.0)))
+    if S is None:
+        S = _scale(W, gws)
+    if offset is None:
+        off = np.zeros(d)
+    else:
+        off = np.ascontiguousarray(offset, dtype=np.float64)
+        S = max(S, float(np.abs(off).max(initial=0.0)))
     init, ok = _hull.initial_simplex(G, inc, off, 1e-9 * S)
     if not ok:
         return -5, 0.0, np.zeros(d), 0, 0, 0.0
@@ -157,7 +166,8 @@ class GraspQuality:
             space is lower-dimensional / empty.  Without closure it is the
             normal of a separating facet (``h(u) <= 0``).
         rank: dimension of the space.
-        n_support_points: vertices added by the epsilon search (diagnostic).
+        n_support_points: vertices added by the search (diagnostic; with
+            ``volume=True`` by the full hull, i.e. about all hull vertices).
         volume: 6-volume of the space (lazy property, computed on first
             access; 0.0 if lower-dimensional).
     """
@@ -203,8 +213,11 @@ def analyze_wrenches(wrenches: ArrayLike, gws: str = "L1", *, volume: bool = Fal
     :func:`~graspsim.grasp.wrenches.primitive_wrenches` (or any contact model)
     and call this.  See :func:`analyze` for the meaning of the result.
     """
-    gws = _check_space(gws)
-    W = _as_wrench_array(wrenches)
+    return _analyze(_as_wrench_array(wrenches), _check_space(gws), volume)
+
+
+def _analyze(W: FloatArray, gws: str, volume: bool) -> GraspQuality:
+    """:func:`analyze_wrenches` on a checked (k, M, d) array."""
     k, _, d = W.shape
     if k == 0:
         return GraspQuality(False, 0.0, gws, W, None, 0, 0, 0.0)
@@ -212,11 +225,21 @@ def analyze_wrenches(wrenches: ArrayLike, gws: str = "L1", *, volume: bool = Fal
     if rank < d:
         # lower-dimensional space: no interior, no volume (never call qhull)
         return GraspQuality(False, 0.0, gws, W, None, rank, 0, 0.0)
-    st, b, u, n_added, _, _ = _search(W, gws)
     S = _scale(W, gws)
+    if volume:
+        # One full hull gives both: every facet is verified, so the smallest facet offset is
+        # epsilon (eq. 9) when it is positive, and the volume is the hull's.  Numerical trouble:
+        # the epsilon search below, then the volume as gws_volume computes it.
+        st, b, u, n_added, _, vol = _search(W, gws, full=True, S=S)
+        if st == -3:
+            raise _facet_limit(W, gws, MAX_VOLUME_FACETS)
+        if st == 0:
+            fc = b > CLOSURE_RTOL * S
+            return GraspQuality(bool(fc), b if fc else 0.0, gws, W, u.copy(), rank, n_added, vol)
+    st, b, u, n_added, _, _ = _search(W, gws, S=S)
     if st == 0:
         fc = b > CLOSURE_RTOL * S
-        res = GraspQuality(bool(fc), float(b) if fc else 0.0, gws, W, u.copy(), rank, n_added)
+        res = GraspQuality(bool(fc), b if fc else 0.0, gws, W, u.copy(), rank, n_added)
     elif st == 2:
         res = GraspQuality(False, 0.0, gws, W, u.copy(), rank, n_added)
     else:  # numerical trouble in the search: exact but slow fallback
@@ -265,9 +288,17 @@ def analyze(
         ValueError: NaN/inf (naming argument and row), bad shapes, negative
             ``mu``/``gamma``, zero normals, ``torque_scale <= 0``, ``edges < 3``.
     """
+    gws = _check_space(gws)
     W = primitive_wrenches(points, normals, mu, center=center, torque_scale=torque_scale,
                            edges=edges, tangents=tangents, soft=soft, gamma=gamma)
-    return analyze_wrenches(W, gws, volume=volume)
+    return _analyze(_as_wrench_array(W), gws, volume)
+
+
+def _facet_limit(W: FloatArray, gws: str, max_facets: int) -> RuntimeError:
+    return RuntimeError(
+        f"{gws} wrench space volume: the hull exceeds max_facets={max_facets} facets "
+        f"({W.shape[0]} contacts x {W.shape[1]} generators); epsilon and force closure "
+        "remain available; raise max_facets or reduce contacts/edges for the volume")
 
 
 def gws_volume(wrenches: ArrayLike, gws: str = "L1", *,
@@ -285,10 +316,7 @@ def gws_volume(wrenches: ArrayLike, gws: str = "L1", *,
         return 0.0
     st, _, _, _, nf, vol = _search(W, gws, full=True, max_facets=max_facets)
     if st == -3:
-        raise RuntimeError(
-            f"{gws} wrench space volume: the hull exceeds max_facets={max_facets} facets "
-            f"({W.shape[0]} contacts x {W.shape[1]} generators); epsilon and force closure "
-            "remain available; raise max_facets or reduce contacts/edges for the volume")
+        raise _facet_limit(W, gws, max_facets)
     if st != 0:
         return _fallback_hull(W, gws)[2]
     return vol

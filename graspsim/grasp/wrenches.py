@@ -43,6 +43,7 @@ neither the convex hull nor the Minkowski sum.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -62,8 +63,33 @@ FloatArray = NDArray[np.float64]
 ZERO_NORMAL = 1e-12
 
 
+def _cross(a: FloatArray, b: FloatArray) -> FloatArray:
+    """``a x b`` over the last axis (broadcast), the same arithmetic as ``np.cross``
+    (``a1 b2 - a2 b1``, ...) without its axis juggling, which costs more than the products
+    for the few contacts of a grasp."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
+
+
+@lru_cache(maxsize=16)
+def _cone_table(m: int) -> tuple[FloatArray, FloatArray]:
+    """``cos``/``sin`` of the m generator angles ``2 pi j / m`` (eq. 1), shape (m, 1), read-only."""
+    ang = 2.0 * np.pi * np.arange(m) / m
+    cs, sn = np.cos(ang)[:, None], np.sin(ang)[:, None]
+    cs.flags.writeable = False
+    sn.flags.writeable = False
+    return cs, sn
+
+
 def _finite_rows(name: str, a: FloatArray) -> None:
     """Raise ``ValueError`` naming ``name`` and the first row with NaN/inf."""
+    if np.isfinite(a).all():
+        return
     bad = ~np.isfinite(a)
     if bad.any():
         if a.ndim == 0:
@@ -154,7 +180,7 @@ def tangent_basis(normals: FloatArray, tangents: FloatArray | None = None
         row = int(np.argmax(tiny))
         raise ValueError(f"tangents: row {row} is zero or parallel to its normal")
     t1 = t1 / length[:, None]
-    t2 = np.cross(n, t1)
+    t2 = _cross(n, t1)
     return t1, t2
 
 
@@ -168,12 +194,10 @@ def friction_cone_edges(normals: FloatArray, mu: FloatArray, edges: int = 8,
         raise ValueError(f"edges must be an integer >= 3, got {edges!r}")
     m = int(edges)
     t1, t2 = tangent_basis(normals, tangents)
-    ang = 2.0 * np.pi * np.arange(m) / m
-    cs, sn = np.cos(ang), np.sin(ang)
+    cs, sn = _cone_table(m)
     mu = np.asarray(mu, dtype=np.float64)
     return (normals[:, None, :]
-            + mu[:, None, None] * (cs[None, :, None] * t1[:, None, :]
-                                   + sn[None, :, None] * t2[:, None, :]))
+            + mu[:, None, None] * (cs * t1[:, None, :] + sn * t2[:, None, :]))
 
 
 def primitive_wrenches(
@@ -208,15 +232,17 @@ def primitive_wrenches(
     k = P.shape[0]
     F = friction_cone_edges(N, MU, edges, T) if k else np.zeros((0, int(edges), 3))
     r = P - C
-    tau = ts * np.cross(r[:, None, :], F)
-    W = np.concatenate([F, tau], axis=2)
+    W = np.empty(F.shape[:2] + (6,))
+    W[:, :, :3] = F
+    W[:, :, 3:] = _cross(r[:, None, :], F)
+    W[:, :, 3:] *= ts
     soft_in = np.asarray(soft)
     if soft_in.ndim > 1 or (soft_in.ndim == 1 and soft_in.shape != (k,)):
         raise ValueError(f"soft must be a bool or have shape ({k},), got {soft_in.shape}")
     soft_a = np.broadcast_to(soft_in.astype(bool), (k,))
     g = _per_contact("gamma", gamma, k)
     if soft_a.any():
-        base = np.concatenate([N, ts * np.cross(r, N)], axis=1)  # (k, 6)
+        base = np.concatenate([N, ts * _cross(r, N)], axis=1)  # (k, 6)
         tors = np.zeros((k, 6))
         tors[:, 3:] = ts * g[:, None] * N
         extra = np.stack([base + tors, base - tors], axis=1)     # (k, 2, 6)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import spatial
 from . import _kernels as K
 from .rnea import _vec
 from .spatial_algebra import plucker
@@ -111,10 +112,9 @@ def configuration_derivative(model: RigidBodyModel, q: np.ndarray, qd: np.ndarra
     if not model.floating:
         return qd.copy()
     out = np.empty(model.nq)
-    w, x, y, z = q[3:7] / np.linalg.norm(q[3:7])
-    R = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                  [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                  [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+    quat = q[3:7] / np.linalg.norm(q[3:7])
+    w, x, y, z = quat
+    R = spatial.quat_to_matrix(quat)
     out[:3] = R @ qd[3:6]
     wx, wy, wz = qd[0:3]
     out[3] = 0.5 * (-x * wx - y * wy - z * wz)
