@@ -177,10 +177,12 @@ class CollisionModel:
                 self._O_f = np.empty((2 * k, 19))
                 continue
             break
-        # one contiguous array per column: compiled consumers then see one (C) layout only (#16)
-        f, ab, c = self._O_f[:k], self._O_ab[:k], np.ascontiguousarray
-        return ContactSet(c(ab[:, 0]), c(ab[:, 1]), c(f[:, 0:3]), c(f[:, 3:6]), c(f[:, 6]), c(f[:, 13:16]),
-                          c(f[:, 16:19]), c(f[:, 7:10]), c(f[:, 10:13]), names=self.table.names)
+        # one contiguous copy per column (the buffers are reused): compiled consumers then see one
+        # (C) layout only (#16)
+        f, ab = self._O_f[:k], self._O_ab[:k]
+        return ContactSet(ab[:, 0].copy(), ab[:, 1].copy(), f[:, 0:3].copy(), f[:, 3:6].copy(), f[:, 6].copy(),
+                          f[:, 13:16].copy(), f[:, 16:19].copy(), f[:, 7:10].copy(), f[:, 10:13].copy(),
+                          names=self.table.names)
 
     def _grow(self, n: int) -> None:
         self._C = np.empty((2 * n, 10))

@@ -1,0 +1,204 @@
+"""Step 3 of the time step (Miller & Christensen 2003, section 4): after the trial move, is there a
+new interpenetration, and if so, when did the first contact happen?
+
+What the step guarantees (and the tests check):
+
+* a pair that was apart at the start of the step and interpenetrates (deeper than ``pen_tol``) at
+  the end of the move cuts the move at its first contact, localised by binary search (the paper's
+  step 3; :func:`graspsim.collision.localize_impact`) to a separation in (0, thr];
+* a pair touching at the start that overlaps at every fraction of the move is a contact already
+  (its rows act): the move goes on as far as its overlap stays within half the threshold;
+* a body does not pass through a thinner one within one step (tunnelling): a pair whose travel may
+  exceed the thinner body's thickness and that ends the move apart is advanced conservatively (the
+  distance shrinks by at most the pair's travel bound per unit fraction of the step) to its first
+  contact;
+* a pair already interpenetrating at the start of the step is left to the error correction.
+
+The common case costs one compiled call and the contact kernel the step needs anyway:
+:func:`._impact_kernel.screen_pairs` bounds, per body pair, the relative travel ``T`` against a lower
+bound of the start separation (bounding boxes).  A pair with ``T`` below that bound plus the
+threshold can at most overlap by less than the threshold at the end, and the exact contact kernel
+at the trial pose sees such an overlap: only if it reports one is FCL asked whether it is new.  The
+other pairs (a fast body close to another) go to FCL: their exact start separation, their overlap
+at the trial pose, the bisection or the conservative advancement.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ._impact_kernel import screen_pairs
+from .kernels import BOX, CAPSULE, CYLINDER, MESH, SPHERE
+
+__all__ = ["body_extents", "convex_thickness", "first_impact"]
+
+#: most distance queries of the conservative advancement of one pair in one step
+MAX_ADVANCE = 32
+#: halvings of the search for the largest fraction whose overlap stays within half the threshold
+FALLBACK_HALVINGS = 30
+
+
+def body_extents(table, pool) -> tuple[np.ndarray, np.ndarray]:
+    """Per body (N,): ``radius``, an upper bound (m) of the distance of any point of its shape from
+    the body's com (the vertices for a box or mesh: a polytope's farthest point is a vertex; the
+    core's ends plus the radius for a sphere, capsule or cylinder), and ``thickness``, the width (m)
+    of its thinnest direction (a body passing through it travels at least that far): exact for a
+    convex primitive, a lower bound for a convex mesh (:func:`convex_thickness`), 0 for any other
+    mesh (possibly thin walls), inf for a shapeless body."""
+    n = len(table)
+    r, t = np.zeros(n), np.full(n, np.inf)
+    for i, shape in enumerate(table.shapes):
+        k = int(pool.kind[i])
+        if shape is None or k not in (SPHERE, CAPSULE, CYLINDER, BOX, MESH):
+            continue
+        X, rad, half = pool.X_LS[i], pool.radius[i], pool.half[i]
+        if k in (BOX, MESH):
+            P, grow = np.asarray(shape.vertices, float), 0.0
+        else:
+            P, grow = np.array([[0.0, 0.0, -half[2]], [0.0, 0.0, half[2]]]), rad
+        P = P @ X[:3, :3].T + X[:3, 3]
+        r[i] = float(np.max(np.linalg.norm(P - table.com[i], axis=1))) + grow
+        t[i] = {SPHERE: 2 * rad, CAPSULE: 2 * rad, CYLINDER: 2 * min(rad, half[2]), BOX: 2 * half.min()}.get(k, 0.0)
+        if k == MESH:
+            t[i] = convex_thickness(shape.vertices, shape.faces)
+    return r, t
+
+
+def convex_thickness(V: np.ndarray, F: np.ndarray, chunk: int = 256) -> float:
+    """A lower bound (m) of the width of a closed mesh (vertices ``V`` (n, 3), outward triangles ``F``
+    (m, 3)) in its thinnest direction: twice the distance from the vertices' mean to the nearest face
+    plane (the diameter of a ball inside) if the mesh is convex (every vertex behind every face's
+    plane, to 1e-9 of its size), else 0."""
+    V = np.asarray(V, float)
+    F = np.asarray(F, np.int64)
+    if len(F) < 4:
+        return 0.0
+    A, B, C = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
+    n = np.cross(B - A, C - A)
+    ln = np.linalg.norm(n, axis=1)
+    ok = ln > 0
+    n = n[ok] / ln[ok, None]
+    off = np.einsum("ij,ij->i", n, A[ok])                  # face planes n.x = off
+    tol = 1e-9 * max(float(np.ptp(V, axis=0).max()), 1e-12)
+    for k in range(0, len(n), chunk):
+        if (V @ n[k:k + chunk].T - off[k:k + chunk]).max() > tol:
+            return 0.0
+    return 2.0 * max(0.0, float((off - n @ V.mean(axis=0)).min()))
+
+
+def first_impact(model, X0: np.ndarray, X1: np.ndarray, vel: np.ndarray, extents: tuple, moved: np.ndarray,
+                 h: float, move: Callable[[float], np.ndarray], find_contacts: Callable):
+    """The largest fraction of the trial move that is free of new interpenetration (see the module doc).
+
+    ``model`` a :class:`~graspsim.collision.CollisionModel`; ``X0``, ``X1`` (N, 4, 4) body poses at
+    the start and the end of the trial move; ``vel`` (N, 6) [v_com; w] per body (W, zeros for static
+    bodies); ``extents`` (radius (N,), thickness (N,)) from :func:`body_extents`; ``moved`` (N,)
+    bool, bodies whose travel ``vel`` does not bound (prescribed motion: always checked with FCL);
+    ``h`` the step (s);
+    ``move(f)`` the body poses at fraction f of the move; ``find_contacts(X)`` the step's contacts
+    (step 4) at poses X.  Returns ``(1.0, find_contacts(X1))`` or ``(fraction < 1, False)``: cut the
+    move there and find the contacts at the cut pose.
+    """
+    thr = model.threshold
+    pairs = model.pairs
+    T = np.empty(len(pairs))
+    lb = np.empty(len(pairs))
+    radius, thickness = extents
+    fail = screen_pairs(model.shape_poses(X0), pairs, model.pool.lo, model.pool.hi, model._valid,
+                        np.ascontiguousarray(vel, dtype=float), radius, moved, float(h), thr, T, lb)
+    if len(fail):
+        a, b = pairs[fail, 0], pairs[fail, 1]
+        frac = _check_fast_pairs(model, X0, X1, pairs[fail], T[fail], np.minimum(thickness[a], thickness[b]),
+                                 move, thr)
+        if frac < 1.0:
+            return frac, False
+    cs = find_contacts(X1)
+    if cs is not None and len(cs) and cs.separation.min() < -model.pen_tol:
+        # a shallow overlap (any pair's is shallower than thr now): a new one is localised too
+        deep = cs.separation < -model.pen_tol
+        shallow = np.unique(np.stack([cs.body_a[deep], cs.body_b[deep]], 1), axis=0)
+        end = model.penetrating(X1, pairs=shallow)
+        before = set(model.penetrating(X0, pairs=end)) if end else ()
+        new = [p for p in end if p not in before]
+        if new:
+            frac = _localize(model, new, move, thr)
+            if frac < 1.0:
+                return frac, False
+    return 1.0, cs
+
+
+def _check_fast_pairs(model, X0, X1, pairs, T, thick, move, thr) -> float:
+    """The fraction (1.0: the whole move) for the pairs whose travel may exceed their start
+    separation plus the threshold (``T`` their travel bounds, m; ``thick`` the thinner body's
+    thickness, m)."""
+    cand = [(int(i), int(j)) for i, j in pairs]
+    travel = dict(zip(cand, T.tolist()))
+    thin = dict(zip(cand, thick.tolist()))
+    end = model.penetrating(X1, pairs=pairs)
+    before = set(model.penetrating(X0, pairs=end)) if end else ()     # overlapping already: error correction
+    new = [p for p in end if p not in before]
+    frac = _localize(model, new, move, thr) if new else 1.0
+    # ended apart: passing through the other body needs a travel beyond the thinner one
+    ended = set(end)
+    check = [p for p in cand if p not in ended and travel[p] >= thin[p]]
+    if check:
+        for p, d in zip(check, model.pair_separations(X0, check).tolist()):     # exact (FCL)
+            if travel[p] >= max(d, 0.0) + thr:
+                frac = min(frac, _advance(model, p, d, travel[p], X1, move, thr, frac))
+    return frac
+
+
+def _localize(model, new, move, thr) -> float:
+    """Bisection to the first contact of the pairs ``new`` (apart at the start, interpenetrating at
+    the end of the move)."""
+    from .. import collision as C            # through the package: tests substitute localize_impact
+    from ..errors import CollisionError
+
+    try:
+        frac = C.localize_impact(move, C.PairView(model, new), threshold=thr)
+    except CollisionError:
+        # the pair already touches (separation ~0) at the start of the step, so no fraction puts
+        # it in (0, threshold]: it is a contact already -- let its rows (with error correction)
+        # handle it rather than stop time
+        return 1.0
+    if frac > 0.0:
+        return frac
+    # a pair touching at the start (separation ~0, e.g. a point dropped from a contact region) that
+    # overlaps at every fraction > 0: it is a contact already.  Stepping 0 s (floored to 1 ns)
+    # would repeat this step forever; instead move as far as its overlap stays within half the
+    # threshold, where the contact kernel sees it and its rows act.
+    lo, hi = 0.0, 1.0
+    for _ in range(FALLBACK_HALVINGS):
+        mid = 0.5 * (lo + hi)
+        P = move(mid)
+        if max(model.penetration_depth(i, j, P) for i, j in new) <= 0.5 * thr:
+            lo = mid
+        else:
+            hi = mid
+    return lo if lo > 0.0 else hi
+
+
+def _advance(model, pair, d0: float, T: float, X1, move, thr: float, f_max: float) -> float:
+    """First contact of a pair that ends the move apart but whose travel ``T`` (m, over the whole
+    step) exceeds its start separation ``d0`` plus the threshold: it may have passed through the
+    other body.  Conservative advancement: at fraction f with separation d (exact, FCL), no contact
+    happens before f + (d - thr / 2) / T.  Returns the fraction of the first contact (within the
+    threshold), or 1.0 when the pair is in contact at the end of the move (a landing), touches at
+    the start (a sliding contact: its rows act) or cannot reach deeper than the threshold before
+    the end (or before ``f_max``, an earlier cut)."""
+    if not np.isfinite(T) or d0 <= thr:
+        return 1.0
+    if float(model.pair_separations(X1, [pair])[0]) <= thr:
+        return 1.0
+    f, d = 0.0, d0
+    for _ in range(MAX_ADVANCE):
+        if d + thr > T * (1.0 - f):
+            return 1.0
+        if d <= thr:
+            return f
+        f += (d - 0.5 * thr) / T
+        if f >= f_max:
+            return 1.0
+        d = float(model.pair_separations(move(f), [pair])[0])
+    return f
