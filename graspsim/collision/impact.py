@@ -68,12 +68,15 @@ def body_extents(table, pool) -> tuple[np.ndarray, np.ndarray]:
 def convex_thickness(V: np.ndarray, F: np.ndarray, chunk: int = 256) -> float:
     """A lower bound (m) of the width of a closed mesh (vertices ``V`` (n, 3), outward triangles ``F``
     (m, 3)) in its thinnest direction: twice the distance from the vertices' mean to the nearest face
-    plane (the diameter of a ball inside) if the mesh is convex (every vertex behind every face's
-    plane, to 1e-9 of its size), else 0."""
+    plane (the diameter of a ball inside) if the mesh is closed (every edge shared by two triangles)
+    and convex (every vertex behind every face's plane, to 1e-9 of its size), else 0."""
     V = np.asarray(V, float)
     F = np.asarray(F, np.int64)
     if len(F) < 4:
         return 0.0
+    E = np.sort(np.concatenate([F[:, [0, 1]], F[:, [1, 2]], F[:, [2, 0]]]), axis=1)
+    if np.any(np.unique(E, axis=0, return_counts=True)[1] != 2):
+        return 0.0                                        # open (a cup): its walls may be thin
     A, B, C = V[F[:, 0]], V[F[:, 1]], V[F[:, 2]]
     n = np.cross(B - A, C - A)
     ln = np.linalg.norm(n, axis=1)
