@@ -24,7 +24,6 @@ import math
 import numpy as np
 
 from .._jit import njit
-from .kernels import world_aabbs
 
 
 @njit(cache=True)
@@ -80,18 +79,48 @@ def obb_gap(XA, loA, hiA, XB, loB, hiB):
 
 
 @njit(cache=True)
-def screen_pairs(X0, pairs, lo, hi, valid, vel, radius, moved, h, thr, T, lb):
+def _shape_pose(X, X_LS, i):
+    """World pose (4, 4) of body i's shape frame: X_WL X_LS."""
+    out = np.empty((4, 4))
+    for r in range(4):
+        for c in range(4):
+            acc = 0.0
+            for k in range(4):
+                acc += X[i, r, k] * X_LS[i, k, c]
+            out[r, c] = acc
+    return out
+
+
+@njit(cache=True)
+def _aabb_gap(XA, loA, hiA, XB, loB, hiB):
+    """Largest gap (m) of the two shapes' world bounding boxes along the world axes."""
+    g = -np.inf
+    for j in range(3):
+        ca = XA[j, 3]
+        cb = XB[j, 3]
+        ha = 0.0
+        hb = 0.0
+        for k in range(3):
+            ca += XA[j, k] * 0.5 * (loA[k] + hiA[k])
+            cb += XB[j, k] * 0.5 * (loB[k] + hiB[k])
+            ha += abs(XA[j, k]) * 0.5 * (hiA[k] - loA[k])
+            hb += abs(XB[j, k]) * 0.5 * (hiB[k] - loB[k])
+        g = max(g, abs(cb - ca) - ha - hb)
+    return g
+
+
+@njit(cache=True)
+def screen_pairs(X0, X_LS, pairs, lo, hi, vel, radius, moved, h, thr, T, lb):
     """Pairs that may end the trial move interpenetrating deeper than ``thr`` (see the module doc).
 
-    ``X0`` (N, 4, 4) shape poses at the start of the step, ``pairs`` (P, 2), ``lo``/``hi`` (N, 3)
-    shape-frame bounds, ``valid`` (N,), ``vel`` (N, 6) [v_com; w] per body (W; zeros for static
-    bodies), ``radius`` (N,) largest distance (m) of a shape point from the body's com, ``moved``
-    (N,) bodies whose travel is not bounded by ``vel`` (prescribed motion: always screened out),
-    ``h`` (s), ``thr`` (m).  Writes the relative travel ``T`` (P,) and the start-separation lower
-    bound ``lb`` (P,) of every pair (lb only where needed, else 0) and returns the indices of the
-    pairs that fail the bound T < max(lb, 0) + thr.
+    ``X0`` (N, 4, 4) body poses at the start of the step, ``X_LS`` (N, 4, 4) the shape frames in the
+    body frames, ``pairs`` (P, 2), ``lo``/``hi`` (N, 3) shape-frame bounds, ``vel`` (N, 6)
+    [v_com; w] per body (W; zeros for static bodies), ``radius`` (N,) largest distance (m) of a shape
+    point from the body's com, ``moved`` (N,) bodies whose travel is not bounded by ``vel``
+    (prescribed motion: always screened out), ``h`` (s), ``thr`` (m).  Writes the relative travel
+    ``T`` (P,) and the start-separation lower bound ``lb`` (P,; only where needed, else 0) of every
+    pair and returns the indices of the pairs that fail the bound T < max(lb, 0) + thr.
     """
-    wlo, whi = world_aabbs(X0, lo, hi, valid)
     out = np.empty(pairs.shape[0], np.int64)
     k = 0
     for p in range(pairs.shape[0]):
@@ -115,13 +144,13 @@ def screen_pairs(X0, pairs, lo, hi, valid, vel, radius, moved, h, thr, T, lb):
         T[p] = t
         if t < thr:
             continue
-        g = 0.0
-        for j in range(3):
-            g = max(g, wlo[b, j] - whi[a, j], wlo[a, j] - whi[b, j])
+        XA = _shape_pose(X0, X_LS, a)
+        XB = _shape_pose(X0, X_LS, b)
+        g = max(0.0, _aabb_gap(XA, lo[a], hi[a], XB, lo[b], hi[b]))
         if t < g + thr:
             lb[p] = g
             continue
-        g = max(g, obb_gap(X0[a], lo[a], hi[a], X0[b], lo[b], hi[b]))
+        g = max(g, obb_gap(XA, lo[a], hi[a], XB, lo[b], hi[b]))
         lb[p] = g
         if t < g + thr:
             continue

@@ -108,8 +108,8 @@ def first_impact(model, X0: np.ndarray, X1: np.ndarray, vel: np.ndarray, extents
     T = np.empty(len(pairs))
     lb = np.empty(len(pairs))
     radius, thickness = extents
-    fail = screen_pairs(model.shape_poses(X0), pairs, model.pool.lo, model.pool.hi, model._valid,
-                        np.ascontiguousarray(vel, dtype=float), radius, moved, float(h), thr, T, lb)
+    fail = screen_pairs(X0, model.pool.X_LS, pairs, model.pool.lo, model.pool.hi, vel, radius, moved, float(h),
+                        thr, T, lb)
     if len(fail):
         a, b = pairs[fail, 0], pairs[fail, 1]
         frac = _check_fast_pairs(model, X0, X1, pairs[fail], T[fail], np.minimum(thickness[a], thickness[b]),
