@@ -147,12 +147,18 @@ def _check_fast_pairs(model, X0, X1, pairs, T, thick, move, thr) -> float:
     new = [p for p, st in zip(cand, status.tolist()) if st == 1]
     ended = {p for p, st in zip(cand, status.tolist()) if st in (1, 2)}
     ask = pairs[status == 3]                                      # undecided: FCL
+    view = None
+    if new:      # the kernel sees their overlap at every fraction of the move (depth <= T)
+        from .localize import KernelPairView
+        view = KernelPairView(model, new, [float(Tk[cand.index(p)]) for p in new])
     if len(ask):
         end = model.penetrating(X1, pairs=ask)
         before = set(model.penetrating(X0, pairs=end)) if end else ()   # overlapping already
-        new += [p for p in end if p not in before]
+        fcl_new = [p for p in end if p not in before]
+        if fcl_new:
+            new, view = new + fcl_new, None
         ended |= set(end)
-    frac = _localize(model, new, move, thr) if new else 1.0
+    frac = _localize(model, new, move, thr, view) if new else 1.0
     # ended apart: passing through the other body needs a travel beyond the thinner one
     travel = dict(zip(cand, T.tolist()))
     check = [p for p, t in zip(cand, thick.tolist()) if p not in ended and travel[p] >= t]
@@ -163,14 +169,14 @@ def _check_fast_pairs(model, X0, X1, pairs, T, thick, move, thr) -> float:
     return frac
 
 
-def _localize(model, new, move, thr) -> float:
+def _localize(model, new, move, thr, view=None) -> float:
     """Bisection to the first contact of the pairs ``new`` (apart at the start, interpenetrating at
-    the end of the move)."""
+    the end of the move), asking ``view`` (default: FCL through a :class:`PairView`)."""
     from .. import collision as C            # through the package: tests substitute localize_impact
     from ..errors import CollisionError
 
     try:
-        frac = C.localize_impact(move, C.PairView(model, new), threshold=thr)
+        frac = C.localize_impact(move, view or C.PairView(model, new), threshold=thr)
     except CollisionError:
         # the pair already touches (separation ~0) at the start of the step, so no fraction puts
         # it in (0, threshold]: it is a contact already -- let its rows (with error correction)
