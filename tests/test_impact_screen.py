@@ -241,3 +241,37 @@ def test_region_limit_keeps_max_points_per_region_and_most_of_the_area():
             assert sel.sum() == 8
     small = _polygon_set(8, r)
     assert limit_region_points(small, 8) is small
+
+
+@pytest.mark.parametrize("speed", [0.05, 0.3, 1.0, 1.9])
+@pytest.mark.parametrize("yaw_tilt", [(0.0, 0.0), (20.0, 3.0)])
+def test_kernel_view_localises_like_fcl(tmp_path, speed, yaw_tilt):
+    """The bisection answered by the contact kernel (KernelPairView, threshold = the travel) ends
+    where FCL's distance says the cube is within (0, 0.1 mm] of the table, like FCL's PairView."""
+    from graspsim.collision import PairView, localize_impact
+    from graspsim.collision.localize import KernelPairView
+
+    w = world_of(tmp_path, ["{name: box, shape: {box: [0.06, 0.06, 0.06]}, mass: 0.2}"],
+                 [f"{{name: table, file: {ROOT / 'objects/table.yaml'}}}"])
+    m = model_for(w)
+    ib, it = w.table.index["box"], w.table.index["table"]
+    yaw, tilt = np.radians(yaw_tilt)
+    R = _rodrigues(np.array([0.0, 0.0, 1.0]), yaw) @ _rodrigues(np.array([1.0, 0.0, 0.0]), tilt)
+    corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T * 0.03
+    travel = speed * 2.5e-3
+    z0 = -(corners @ R.T)[:, 2].min() + 0.5 * (travel + THR)     # ends 0.5 (travel - thr) deep
+
+    def move(s):
+        X = w.body_poses()
+        X[ib][:3, :3], X[ib][:3, 3] = R, (0.1, 0.05, z0 - s * travel)
+        return X
+
+    pair = (min(ib, it), max(ib, it))
+    fracs = []
+    for view in (KernelPairView(m, [pair], [travel]), PairView(m, [pair])):
+        f = localize_impact(move, view)
+        assert 0.0 < f < 1.0
+        assert 0.0 < m.pair_separations(move(f), [pair])[0] <= THR
+        fracs.append(f)
+    # both land where the gap is in (0, thr]: within thr / travel of each other
+    assert abs(fracs[0] - fracs[1]) <= THR / travel
