@@ -43,7 +43,8 @@ def test_fast_box_drop_contact_instant_is_the_analytic_one(tmp_path):
     before: z_n = z_0 - g h^2 n (n - 1) / 2, linear within a step) to within the time the box needs
     to cross the threshold, and the continuous one sqrt(2 h0 / g) to within a step."""
     h0 = 0.5
-    w = world_of(tmp_path, [f"{{name: box, shape: {{box: [0.04, 0.04, 0.04]}}, mass: 0.1, pose: {{xyz: [0, 0, {0.02 + h0}]}}}}"],
+    box = f"{{name: box, shape: {{box: [0.04, 0.04, 0.04]}}, mass: 0.1, pose: {{xyz: [0, 0, {0.02 + h0}]}}}}"
+    w = world_of(tmp_path, [box],
                  [f"{{name: table, file: {ROOT / 'objects/table.yaml'}}}"])
     sim = Simulator(w)
     h = sim.dt

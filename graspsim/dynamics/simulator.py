@@ -648,8 +648,8 @@ class Simulator:
         return cs if len(cs) else None
 
     def _first_impact_fraction(self, s: SimState, c1, q1, h, X1):
-        """Step 3 (contacts): the largest fraction of the move with no new interpenetration deeper
-        than the contact threshold (:func:`graspsim.collision.impact.first_impact`).
+        """Step 3 (contacts): the largest fraction of the move with no new interpenetration, the
+        first contact localised by bisection (:func:`graspsim.collision.impact.first_impact`).
 
         Returns ``(fraction, contacts at the trial pose or False)``: when the whole move is taken,
         the contacts at the trial pose are step 4's result too.
