@@ -8,10 +8,11 @@ What the step guarantees (and the tests check):
   step 3; :func:`graspsim.collision.localize_impact`) to a separation in (0, thr];
 * a pair touching at the start that overlaps at every fraction of the move is a contact already
   (its rows act): the move goes on as far as its overlap stays within half the threshold;
-* a body does not pass through a thinner one within one step (tunnelling): a pair whose travel may
-  exceed the thinner body's thickness and that ends the move apart is advanced conservatively (the
-  distance shrinks by at most the pair's travel bound per unit fraction of the step) to its first
-  contact;
+* a body does not pass through a thinner convex one within one step (tunnelling): a pair whose
+  travel may exceed the thinner body's thickness and that ends the move apart is advanced
+  conservatively (the distance shrinks by at most the pair's travel bound per unit fraction of the
+  step) to its first contact.  Not for a non-convex mesh (its walls' thickness is not known; only
+  the end of the move is checked, as for any pair before);
 * a pair already interpenetrating at the start of the step is left to the error correction.
 
 The common case costs one compiled call and the contact kernel the step needs anyway:
@@ -158,9 +159,10 @@ def _check_fast_pairs(model, X0, X1, pairs, T, thick, move, thr) -> float:
             new, view = new + fcl_new, None
         ended |= set(end)
     frac = _localize(model, new, move, thr, view) if new else 1.0
-    # ended apart: passing through the other body needs a travel beyond the thinner one
+    # ended apart: passing through the other body needs a travel beyond the thinner one (of known
+    # thickness: a non-convex mesh is not checked, a mid-step graze would cut its steps for nothing)
     travel = dict(zip(cand, T.tolist()))
-    check = [p for p, t in zip(cand, thick.tolist()) if p not in ended and travel[p] >= t]
+    check = [p for p, t in zip(cand, thick.tolist()) if p not in ended and 0.0 < t <= travel[p]]
     if check:
         for p, d in zip(check, model.pair_separations(X0, check).tolist()):     # exact (FCL)
             if travel[p] >= max(d, 0.0) + thr:
