@@ -41,6 +41,7 @@ PACKAGE = Path(__file__).resolve().parent
 GROUPS = {
     "collision/kernels.py": "collision",
     "collision/primitives.py": "collision",
+    "collision/_impact_kernel.py": "collision",
     "collision/_simplify_kernel.py": "simplify",
     "dynamics/_rows_kernel.py": "rows",
     "dynamics/_island_kernel.py": "island",

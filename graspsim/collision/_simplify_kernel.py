@@ -40,3 +40,39 @@ def reduce_polygon(uv, k):
     for i in range(len(keep)):
         out[i] = keep[i]
     return out
+
+
+@njit(cache=True)
+def limit_regions(body_a, body_b, point, normal, tangent1, tangent2, max_points, cos_tol):
+    """Keep-mask (k,) of :func:`graspsim.collision.simplify.limit_region_points`: contacts of one body
+    pair whose normal is within ``cos_tol`` of the first unassigned one's form a region; a region with
+    more than ``max_points`` contacts keeps the ``max_points`` vertices :func:`reduce_polygon` keeps
+    of its points in the tangent plane (tangent1, tangent2) of that first contact."""
+    n = body_a.shape[0]
+    keep = np.ones(n, dtype=np.bool_)
+    done = np.zeros(n, dtype=np.bool_)
+    grp = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        if done[i]:
+            continue
+        m = 0
+        for j in range(i, n):
+            if done[j] or body_a[j] != body_a[i] or body_b[j] != body_b[i]:
+                continue
+            if normal[j, 0] * normal[i, 0] + normal[j, 1] * normal[i, 1] + normal[j, 2] * normal[i, 2] >= cos_tol:
+                grp[m] = j
+                m += 1
+                done[j] = True
+        if m <= max_points:
+            continue
+        uv = np.empty((m, 2))
+        for r in range(m):
+            g = grp[r]
+            uv[r, 0] = point[g, 0] * tangent1[i, 0] + point[g, 1] * tangent1[i, 1] + point[g, 2] * tangent1[i, 2]
+            uv[r, 1] = point[g, 0] * tangent2[i, 0] + point[g, 1] * tangent2[i, 1] + point[g, 2] * tangent2[i, 2]
+        kept = reduce_polygon(uv, max_points)
+        for r in range(m):
+            keep[grp[r]] = False
+        for r in range(kept.shape[0]):
+            keep[grp[kept[r]]] = True
+    return keep

@@ -648,71 +648,32 @@ class Simulator:
         return cs if len(cs) else None
 
     def _first_impact_fraction(self, s: SimState, c1, q1, h, X1):
-        """Step 3 (contacts): the largest fraction of the move with no new interpenetration.
+        """Step 3 (contacts): the largest fraction of the move with no new interpenetration, the
+        first contact localised by bisection (:func:`graspsim.collision.impact.first_impact`).
 
-        Returns ``(fraction, contacts at the trial pose or False)``.  When no body moves more than
-        half the contact threshold, a new overlap is shallower than the threshold and the exact
-        contact kernel sees it: its contacts at the trial pose are both the check and step 4's
-        result.  Larger moves use FCL's boolean test and bisection; pairs already overlapping before
-        the move are left to the contact error correction rather than stopping time.
+        Returns ``(fraction, contacts at the trial pose or False)``: when the whole move is taken,
+        the contacts at the trial pose are step 4's result too.
         """
         if not (self._collisions_on and len(self.table.collision_pairs)):
             return 1.0, None
-        model = self._collision_model()
-        if self._max_displacement(s, h) < 0.5 * self.threshold:
-            cs = self._find_contacts(X1)
-            if cs is None or not np.any(cs.separation < -model.pen_tol):
-                return 1.0, cs
-        watch = model.penetrating(X1)
-        if not watch:
-            return 1.0, False
-        before = set(model.penetrating(self._poses(s.c, s.q), pairs=watch))
-        new = [p for p in watch if p not in before]
-        if not new:
-            return 1.0, False
-        from ..collision import PairView, localize_impact
-        from ..errors import CollisionError
+        from ..collision.impact import first_impact
 
+        vel = np.zeros((len(self.table), 6))
+        vel[self.bodies.table_index] = s.v
+        moved = np.zeros(len(self.table), dtype=bool)
+        moved[list(self._kinematic)] = True        # prescribed motion: its travel is not in s.v
         move = lambda f: self._poses(*RK.integrate(s.c, s.q, s.v, f * h))
-        try:
-            frac = localize_impact(move, PairView(model, new), threshold=self.threshold)
-        except CollisionError:
-            # the pair already touches (separation ~0) at the start of the step, so no fraction
-            # puts it in (0, threshold]: it is a contact already -- let its rows (with error
-            # correction) handle it rather than stop time
-            return 1.0, False
-        if frac <= 0.0:
-            # a pair touching at the start (separation ~0, e.g. a point dropped from a contact
-            # region) that overlaps at every fraction > 0: it is a contact already.  Stepping 0 s
-            # (floored to 1 ns) would repeat this step forever; instead move as far as its overlap
-            # stays within half the threshold, where the contact kernel sees it and its rows act.
-            lo, hi = 0.0, 1.0
-            for _ in range(30):
-                mid = 0.5 * (lo + hi)
-                P = move(mid)
-                if max(model.penetration_depth(i, j, P) for i, j in new) <= 0.5 * self.threshold:
-                    lo = mid
-                else:
-                    hi = mid
-            frac = lo if lo > 0.0 else hi
-        return frac, False
-
-    def _max_displacement(self, s: SimState, h: float) -> float:
-        """Upper bound (m) on how far any point of any moving body travels in this step."""
-        if not len(s.v):
-            return 0.0 if not self._kinematic else np.inf
-        if self._kinematic:
-            return np.inf
-        return RK.max_travel(s.v, self._body_radius, h)
+        return first_impact(self._collision_model(), self._poses(s.c, s.q), X1, vel, self._body_radius, moved, h,
+                            move, self._find_contacts)
 
     @property
-    def _body_radius(self) -> np.ndarray:
+    def _body_radius(self) -> tuple[np.ndarray, np.ndarray]:
+        """(N,) largest distance (m) of a point of each body's shape from its com, and (N,) the
+        bodies' thickness (:func:`graspsim.collision.impact.body_extents`; cached)."""
         r = self.__dict__.get("_radius_cache")
         if r is None:
-            r = np.array([0.0 if self.table.shapes[i] is None else
-                          float(np.max(np.linalg.norm(self.table.shapes[i].vertices_in(np.eye(4)) - self.bodies.com_L[k], axis=1)))
-                          for k, i in enumerate(self.bodies.table_index)])
-            self.__dict__["_radius_cache"] = r
+            from ..collision.impact import body_extents
+            r = self.__dict__["_radius_cache"] = body_extents(self.table, self._collision_model().pool)
         return r
 
     def _limit_crossed(self, s: SimState, jq: np.ndarray) -> bool:

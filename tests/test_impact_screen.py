@@ -1,0 +1,278 @@
+"""Step 3 of the time step (collision/impact.py): the compiled screen's bound, the impact instant,
+tunnelling, sub-steps of a small pile, and the compiled region-point limiting."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import graspsim
+from graspsim.collision import ContactSet, model_for
+from graspsim.collision._impact_kernel import obb_gap, screen_pairs
+from graspsim.collision.impact import body_extents, convex_thickness
+from graspsim.collision.simplify import limit_region_points
+from graspsim.dynamics import Simulator
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+MODELS = ROOT / "tests" / "models"
+THR = 1e-4
+G = 9.81
+
+
+def world_of(tmp_path, objects: list[str], obstacles: list[str], name="w"):
+    text = f"world: {name}\nobjects:\n" + "".join(f"  - {o}\n" for o in objects)
+    text += "obstacles:\n" + "".join(f"  - {o}\n" for o in obstacles)
+    (tmp_path / f"{name}.yaml").write_text(text)
+    return graspsim.load_world(tmp_path / f"{name}.yaml")
+
+
+def first_cut(sim, max_steps=2000):
+    for _ in range(max_steps):
+        t0 = sim.time
+        info = sim.step()
+        if info.fraction < 1.0:
+            return t0, info
+    raise AssertionError("no impact")
+
+
+def test_fast_box_drop_contact_instant_is_the_analytic_one(tmp_path):
+    """A 4 cm box released 0.5 m above the table hits it at 3.1 m/s (7.8 mm per 2.5 ms step, 78
+    thresholds): the step that reaches the table is cut where the gap is in (0, 0.1 mm], and that
+    instant is the one of the discrete trajectory (positions move with the velocity of the step
+    before: z_n = z_0 - g h^2 n (n - 1) / 2, linear within a step) to within the time the box needs
+    to cross the threshold, and the continuous one sqrt(2 h0 / g) to within a step."""
+    h0 = 0.5
+    box = f"{{name: box, shape: {{box: [0.04, 0.04, 0.04]}}, mass: 0.1, pose: {{xyz: [0, 0, {0.02 + h0}]}}}}"
+    w = world_of(tmp_path, [box],
+                 [f"{{name: table, file: {ROOT / 'objects/table.yaml'}}}"])
+    sim = Simulator(w)
+    h = sim.dt
+    t0, info = first_cut(sim)
+    gap = sim.body_pose("box")[2, 3] - 0.02
+    assert 0.0 < gap <= THR + 1e-12
+    t_cut = sim.time
+    # discrete instant of the gap reaching `gap`: fall h0 - gap
+    n = int(round(t0 / h))
+    v = G * h * n                                            # speed during step n
+    f = (h0 - gap - G * h * h * n * (n - 1) / 2) / (v * h)
+    assert 0.0 < f < 1.0
+    assert t_cut == pytest.approx((n + f) * h, abs=THR / v + 1e-12)
+    assert abs(t_cut - math.sqrt(2 * h0 / G)) < h
+    # and it stays on the table, at rest within the threshold
+    sim.run(0.5)
+    assert 0.0 < sim.body_pose("box")[2, 3] - 0.02 <= THR
+    assert np.abs(sim.body_velocity("box")).max() < 1e-3
+
+
+def test_fast_sphere_does_not_tunnel_through_a_thin_plate(tmp_path):
+    """A 1 cm sphere moving at 20 m/s towards a 2 mm plate: one step (2.5 ms) would take it 50 mm,
+    from 10 mm above the plate to 16 mm below it, ending apart (an end-point check misses it).  The
+    step is cut at the first contact (gap in (0, 0.1 mm]) and the sphere stays above the plate."""
+    w = world_of(tmp_path, ["{name: ball, shape: {sphere: 0.01}, mass: 0.05, pose: {xyz: [0, 0, 0.02]}}"],
+                 ["{name: plate, shape: {box: [0.2, 0.2, 0.002]}, pose: {xyz: [0, 0, -0.001]}}"])
+    sim = Simulator(w)
+    st = sim.save_state()
+    st.v[0, 2] = -20.0
+    sim.restore_state(st)
+    info = sim.step()
+    assert info.fraction == pytest.approx(0.01 / 0.05, abs=THR / 0.05)
+    gap = sim.body_pose("ball")[2, 3] - 0.01
+    assert 0.0 < gap <= THR + 1e-12
+    sim.run(0.2)
+    assert sim.body_pose("ball")[2, 3] > 0.01 - THR
+
+
+def test_fast_sphere_tunnelling_check_needs_no_cut_for_a_thick_block(tmp_path):
+    """The same sphere at 2 m/s next to a 2 cm block it passes beside (1 mm apart, moving
+    parallel to the face): no contact during the move, so no cut."""
+    w = world_of(tmp_path, ["{name: ball, shape: {sphere: 0.01}, mass: 0.05, pose: {xyz: [0.011, 0, 0.05]}}"],
+                 ["{name: block, shape: {box: [0.02, 0.2, 0.02]}, pose: {xyz: [0, 0, 0]}}"])
+    sim = Simulator(w, gravity=[0, 0, 0])
+    st = sim.save_state()
+    st.v[0, 2] = -2.0
+    sim.restore_state(st)
+    for _ in range(10):
+        assert sim.step().fraction == 1.0
+
+
+def test_screen_clears_only_pairs_that_cannot_end_deeper_than_the_threshold(tmp_path):
+    """Random moves of a rotating, translating 6 cm box near the table (start gap 0-3 mm, travel up
+    to 8 mm): every pair the compiled screen clears ends at most thr deep (deepest box corner below
+    the table top, computed independently), and the travel it reports is h (|v| + |w| r) with r
+    the box's half diagonal."""
+    w = world_of(tmp_path, ["{name: box, shape: {box: [0.06, 0.06, 0.06]}, mass: 0.2}"],
+                 [f"{{name: table, file: {ROOT / 'objects/table.yaml'}}}"])
+    m = model_for(w)
+    radius, _ = body_extents(w.table, m.pool)
+    ib, it = w.table.index["box"], w.table.index["table"]
+    assert radius[ib] == pytest.approx(0.03 * math.sqrt(3))
+    corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T * 0.03
+    rng = np.random.default_rng(7)
+    h = 2.5e-3
+    cleared = 0
+    for _ in range(400):
+        R = _random_rotation(rng)
+        lowest = (corners @ R.T)[:, 2].min()
+        c = np.array([0.0, 0.0, -lowest + rng.uniform(0, 3e-3)])
+        v = np.concatenate([rng.normal(size=3) * rng.uniform(0, 1.0), rng.normal(size=3) * rng.uniform(0, 30)])
+        X0 = w.body_poses()
+        X0[ib] = np.eye(4)
+        X0[ib][:3, :3], X0[ib][:3, 3] = R, c
+        vel = np.zeros((len(w.table), 6))
+        vel[ib] = v
+        T, lb = np.empty(len(m.pairs)), np.empty(len(m.pairs))
+        fail = screen_pairs(X0, m.pool.X_LS, m.pairs, m.pool.lo, m.pool.hi, vel, radius,
+                            np.zeros(len(w.table), bool), h, THR, T, lb)
+        k = int(np.flatnonzero((m.pairs[:, 0] == ib) & (m.pairs[:, 1] == it))[0])
+        assert T[k] == pytest.approx(h * (np.linalg.norm(v[:3]) + np.linalg.norm(v[3:]) * radius[ib]), rel=1e-12)
+        if k in fail:
+            continue
+        cleared += 1
+        # end of the move with the stepper's integration (c + h v; rotation by h |w| at most)
+        wq = v[3:] * h
+        ang = np.linalg.norm(wq)
+        Rw = np.eye(3) if ang == 0 else _rodrigues(wq / ang, 2 * math.atan(ang / 2))
+        R1, c1 = Rw @ R, c + h * v[:3]
+        depth = -((corners @ R1.T)[:, 2] + c1[2]).min()
+        assert depth < THR
+    assert cleared > 20
+
+
+def _random_rotation(rng):
+    Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    return Q if np.linalg.det(Q) > 0 else -Q
+
+
+def _rodrigues(k, a):
+    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + math.sin(a) * K + (1 - math.cos(a)) * K @ K
+
+
+def test_obb_gap_is_a_lower_bound_of_the_distance_and_exact_face_to_face(tmp_path):
+    """Two boxes 5 mm apart face to face: the gap is 5 mm; rotated at random about their centres
+    (kept apart): never above FCL's distance."""
+    w = world_of(tmp_path, ["{name: a, shape: {box: [0.04, 0.02, 0.03]}, mass: 1}",
+                            "{name: b, shape: {box: [0.01, 0.05, 0.02]}, mass: 1}"],
+                 ["{name: floor, shape: {box: [0.1, 0.1, 0.1]}, pose: {xyz: [0, 0, -1]}}"])
+    m = model_for(w)
+    ia, ib = w.table.index["a"], w.table.index["b"]
+    lo, hi = m.pool.lo, m.pool.hi
+    X = w.body_poses()
+    X[ia] = np.eye(4)
+    X[ib] = np.eye(4)
+    X[ib][0, 3] = 0.02 + 0.005 + 0.005
+    assert obb_gap(X[ia], lo[ia], hi[ia], X[ib], lo[ib], hi[ib]) == pytest.approx(0.005, abs=1e-12)
+    rng = np.random.default_rng(3)
+    n = 0
+    for _ in range(200):
+        for i in (ia, ib):
+            X[i][:3, :3] = _random_rotation(rng)
+        X[ib][:3, 3] = rng.normal(size=3) * 0.05
+        d = m.distance(ia, ib, X)[0]
+        if d <= 0:
+            continue
+        n += 1
+        assert obb_gap(X[ia], lo[ia], hi[ia], X[ib], lo[ib], hi[ib]) <= d + 1e-12
+    assert n > 50
+
+
+def test_convex_thickness_of_a_cube_mesh_and_of_an_open_box():
+    """The 6 cm cube mesh: 6 cm (the inscribed ball's diameter); an open box (a cup: thin walls): 0."""
+    import trimesh
+
+    cube = trimesh.load(ROOT / "objects/meshes/cube.stl")
+    t = convex_thickness(cube.vertices * (0.06 / cube.extents.max()), cube.faces)
+    assert t == pytest.approx(0.06, rel=1e-9)
+    cup = trimesh.load(MODELS / "open_box.stl")
+    assert convex_thickness(cup.vertices, cup.faces) == 0.0
+
+
+def test_a_settling_stack_takes_few_sub_steps():
+    """The three-box stack (tests/models/stack.yaml) settling for 1 s: at most one step in 100 is
+    cut by an impact, and it ends at rest."""
+    sim = Simulator(graspsim.load_world(MODELS / "stack.yaml"))
+    cuts = 0
+    for _ in range(400):
+        cuts += sim.step().fraction < 1.0
+    assert cuts <= 4
+    for n in ("b1", "b2", "b3"):
+        assert np.abs(sim.body_velocity(n)).max() < 1e-3
+
+
+# --------------------------------------------------------------------------- region-point limiting
+def _polygon_set(n_pts, radius, pairs=((0, 1),), normals=((0.0, 0.0, -1.0),)):
+    rows = []
+    for (a, b) in pairs:
+        for nz in normals:
+            ang = np.linspace(0, 2 * np.pi, n_pts, endpoint=False)
+            P = np.stack([radius * np.cos(ang), radius * np.sin(ang), np.zeros(n_pts)], 1)
+            n = np.tile(np.asarray(nz), (n_pts, 1))
+            t1 = np.tile([1.0, 0.0, 0.0], (n_pts, 1))
+            t2 = np.cross(n, t1)
+            rows.append((np.full(n_pts, a), np.full(n_pts, b), P, n, t1, t2))
+    cat = [np.concatenate(x) for x in zip(*rows)]
+    a, b, P, n, t1, t2 = cat
+    return ContactSet(a, b, P, n, np.zeros(len(a)), t1, t2, P, P)
+
+
+def _area(uv):
+    c = uv.mean(0)
+    order = np.argsort(np.arctan2(uv[:, 1] - c[1], uv[:, 0] - c[0]))
+    x, y = uv[order, 0], uv[order, 1]
+    return 0.5 * abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
+
+
+def test_region_limit_keeps_max_points_per_region_and_most_of_the_area():
+    """A 48-gon rim (the mug's base) reduced to 8 points keeps 8 of its vertices and at least 85 %
+    of the circle's area (a regular inscribed octagon: 90 %); two regions of one pair (opposite
+    normals) and a second pair are reduced separately; a set within the limit comes back as is."""
+    r = 0.04
+    cs = _polygon_set(48, r)
+    out = limit_region_points(cs, 8)
+    assert len(out) == 8
+    assert all(any(np.allclose(p, q) for q in cs.point) for p in out.point)
+    assert _area(out.point[:, :2]) >= 0.85 * math.pi * r * r
+    two = _polygon_set(48, r, pairs=((0, 1), (0, 2)), normals=((0, 0, -1.0), (0, 0, 1.0)))
+    out2 = limit_region_points(two, 8)
+    assert len(out2) == 32
+    for (a, b) in ((0, 1), (0, 2)):
+        for s in (-1.0, 1.0):
+            sel = (out2.body_a == a) & (out2.body_b == b) & (out2.normal[:, 2] == s)
+            assert sel.sum() == 8
+    small = _polygon_set(8, r)
+    assert limit_region_points(small, 8) is small
+
+
+@pytest.mark.parametrize("speed", [0.05, 0.3, 1.0, 1.9])
+@pytest.mark.parametrize("yaw_tilt", [(0.0, 0.0), (20.0, 3.0)])
+def test_kernel_view_localises_like_fcl(tmp_path, speed, yaw_tilt):
+    """The bisection answered by the contact kernel (KernelPairView, threshold = the travel) ends
+    where FCL's distance says the cube is within (0, 0.1 mm] of the table, like FCL's PairView."""
+    from graspsim.collision import PairView, localize_impact
+    from graspsim.collision.localize import KernelPairView
+
+    w = world_of(tmp_path, ["{name: box, shape: {box: [0.06, 0.06, 0.06]}, mass: 0.2}"],
+                 [f"{{name: table, file: {ROOT / 'objects/table.yaml'}}}"])
+    m = model_for(w)
+    ib, it = w.table.index["box"], w.table.index["table"]
+    yaw, tilt = np.radians(yaw_tilt)
+    R = _rodrigues(np.array([0.0, 0.0, 1.0]), yaw) @ _rodrigues(np.array([1.0, 0.0, 0.0]), tilt)
+    corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).reshape(3, -1).T * 0.03
+    travel = speed * 2.5e-3
+    z0 = -(corners @ R.T)[:, 2].min() + 0.5 * (travel + THR)     # ends 0.5 (travel - thr) deep
+
+    def move(s):
+        X = w.body_poses()
+        X[ib][:3, :3], X[ib][:3, 3] = R, (0.1, 0.05, z0 - s * travel)
+        return X
+
+    pair = (min(ib, it), max(ib, it))
+    fracs = []
+    for view in (KernelPairView(m, [pair], [travel]), PairView(m, [pair])):
+        f = localize_impact(move, view)
+        assert 0.0 < f < 1.0
+        assert 0.0 < m.pair_separations(move(f), [pair])[0] <= THR
+        fracs.append(f)
+    # both land where the gap is in (0, thr]: within thr / travel of each other
+    assert abs(fracs[0] - fracs[1]) <= THR / travel
