@@ -33,8 +33,6 @@ def _pair(world_path, setup=None, steps=60):
     for _ in range(steps):
         sims[0].step(ctls[0])
     sims[1].restore_state(sims[0].save_state())
-    sims[1]._warm = dict(sims[0]._warm)
-    sims[1]._level = dict(sims[0]._level)
     return sims, ctls
 
 
@@ -98,7 +96,7 @@ def test_compiled_row_builders_match_vectorised_reference():
         c2, q2 = B.integrate_poses(st.c, st.q, st.v, h)
         assert np.abs(c1 - c2).max() < 1e-15 and np.abs(q1 - q2).max() < 1e-15
         X = sim._poses(c1, q1)
-        Xref = sim._X_static.copy()
+        Xref = sim._data.X_static.copy()
         Xref[sim.bodies.table_index] = B.link_poses(c1, B.quat_to_matrices(q1), sim.bodies.com_L)
         assert np.abs(X - Xref).max() < 1e-15
         F, jq = sim._joint_state(X, st.joint_q)

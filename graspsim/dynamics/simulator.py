@@ -43,7 +43,7 @@ from ..world import World
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
 from . import bodies as B
-from .checks import MAX_DT, MIN_DT, checked_state, command_array, number, state_problem, vector
+from .checks import MAX_DT, MIN_DT, checked_data, checked_state, command_array, number, state_problem, vector
 from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
 from .joints import JointFrames, build_joint_sets, joint_frames, joint_values, row_template
@@ -66,8 +66,37 @@ MAX_FRICTION_DIRECTIONS = 32
 
 
 @dataclass
+class SimData:
+    """What the step reads besides the bodies' state: the data block that, with :class:`SimState`,
+    makes a step a function of what ``save_state`` returns (bit-for-bit replay, warm starts included).
+
+    ``X_static`` (N, 4, 4) poses X_WL of the static bodies (kinematic bases moved by
+    ``set_base_motion``; dynamic bodies' entries unused), ``ext`` (nb, 6) pending external wrenches
+    [force (N); torque about the com (N m)] in W for the next step, ``warm`` island key -> last LCP
+    basis (Lemke's warm start), ``level`` island bodies -> contact-compliance retry level that last
+    worked, ``cwarm`` last step's contacts (body_a, body_b, point, LCP flags) for matched warm starts.
+    """
+
+    X_static: np.ndarray
+    ext: np.ndarray
+    warm: dict = field(default_factory=dict)
+    level: dict = field(default_factory=dict)
+    cwarm: tuple | None = None
+
+    def copy(self) -> "SimData":
+        """A deep copy (arrays copied; the dictionaries' keys are tuples, their values arrays/ints)."""
+        return SimData(self.X_static.copy(), self.ext.copy(),
+                       {k: (None if b is None else b.copy()) for k, b in self.warm.items()}, dict(self.level),
+                       None if self.cwarm is None else tuple(a.copy() for a in self.cwarm))
+
+
+@dataclass
 class SimState:
-    """Everything that changes during a simulation (a value: copy it to save, assign it to restore)."""
+    """Everything that changes during a simulation (a value: copy it to save, assign it to restore).
+
+    ``data``: the simulator's data block (:class:`SimData`) when the state comes from
+    ``save_state`` (restoring it then replays the following steps bit for bit); None for a state
+    built by hand (restoring it keeps the simulator's data block)."""
 
     time: float
     c: np.ndarray          # (nb, 3) com positions (m), W
@@ -77,10 +106,12 @@ class SimState:
     broken: np.ndarray     # (nd,) breakaway DOFs that have broken away
     lock: np.ndarray       # (nd,) proximal joint value held by a broken-away DOF
     steps: int = 0
+    data: SimData | None = None
 
     def copy(self) -> "SimState":
         return SimState(self.time, self.c.copy(), self.q.copy(), self.v.copy(), self.joint_q.copy(),
-                        self.broken.copy(), self.lock.copy(), self.steps)
+                        self.broken.copy(), self.lock.copy(), self.steps,
+                        None if self.data is None else self.data.copy())
 
 
 @dataclass
@@ -167,14 +198,15 @@ class Simulator:
         # implementation of island.py with that LCP solver
         self._lemke = lemke
         nb = len(self.bodies)
-        self._X_static = world.body_poses()
+        # the data block (see SimData): everything else the step reads that changes
+        self._data = SimData(world.body_poses(), np.zeros((nb, 6)))
         self._com_L_all = self.table.com
         # initial state from the world's kinematic state
-        X0 = self._X_static[self.bodies.table_index]
+        X0 = self._data.X_static[self.bodies.table_index]
         R0 = X0[:, :3, :3]
         c0 = X0[:, :3, 3] + np.einsum("nij,nj->ni", R0, self.bodies.com_L)
         q0 = B.matrices_to_quat(R0) if nb else np.zeros((0, 4))
-        F = joint_frames(self.js, self._X_static)
+        F = joint_frames(self.js, self._data.X_static)
         jq = joint_values(self.js, F)
         # revolute values beyond +-pi come from the world's DOFs (unwrap against them)
         jq_world = self._world_joint_values()
@@ -183,13 +215,7 @@ class Simulator:
         nd = len(self.ds)
         self._state = SimState(0.0, c0, q0, np.zeros((nb, 6)), jq, np.zeros(nd, bool), np.zeros(nd))
         self.info = StepInfo()
-        self._ext = np.zeros((nb, 6))
         self._kinematic: dict[int, Callable] = {}
-        self._warm: dict = {}      # island (bodies, limit rows, contacts) -> last LCP basis (warm start)
-        self._level: dict = {}     # island bodies -> contact-compliance retry level that last worked
-        # last step's contacts and their LCP flags (basic normal, friction, lambda variables): a warm
-        # start for an island whose contact set changed (points matched by body pair and position)
-        self._cwarm = None
         # joint connectivity of dynamic bodies (islands grow from these components by contacts)
         slot = self.bodies.slot
         pj, cj = slot[self.js.parent], slot[self.js.child]
@@ -251,15 +277,24 @@ class Simulator:
         return self.info.contact_impulse / self.info.h
 
     def save_state(self) -> SimState:
-        return self.state.copy()
+        """A copy of the state with the data block (warm starts, compliance levels, kinematic base
+        poses, pending external wrenches): restoring it replays the following steps bit for bit."""
+        st = self.state.copy()
+        st.data = self._data.copy()
+        return st
 
     def restore_state(self, state: SimState) -> None:
         """Make a copy of ``state`` current.  ValueError naming the field and body (and the state
         unchanged) unless it fits this simulator: a SimState with finite time, com positions c
         (nb, 3) m, velocities v (nb, 6), joint values (nj,) and locks (nd,), broken flags (nd,) and
         quaternions q (nb, 4) of norm within :data:`graspsim.spatial.UNIT_QUAT_TOL` of 1, which are
-        renormalised (those unit to 1e-12 are kept bit for bit, so a saved state replays exactly)."""
-        self._state = checked_state(self, state)
+        renormalised (those unit to 1e-12 are kept bit for bit, so a saved state replays exactly),
+        and a data block (``state.data``, see :class:`SimData`) that fits too, or None (the data
+        block is then kept)."""
+        st = checked_state(self, state)
+        if state.data is not None:
+            self._data = checked_data(self, state.data)
+        self._state = st
 
     def poses(self) -> np.ndarray:
         """(N, 4, 4) world poses of every body (table order: links, objects, obstacles)."""
@@ -329,7 +364,7 @@ class Simulator:
             V[b, 3:] = tw[3:]
             placed.append((b, X))
         for b, X in placed:      # only once every motion checked out
-            self._X_static[b] = X
+            self._data.X_static[b] = X
         return V
 
     def apply_external_force(self, body: str, point_W, force_W) -> None:
@@ -344,8 +379,8 @@ class Simulator:
         p = vector(f"point of the force on '{body}'", point_W, 3)
         X = self.poses()[i]
         com = X[:3, :3] @ self.table.com[i] + X[:3, 3]
-        self._ext[s, :3] += f
-        self._ext[s, 3:] += cross(p - com, f)
+        self._data.ext[s, :3] += f
+        self._data.ext[s, 3:] += cross(p - com, f)
 
     def sync_world(self) -> None:
         """Write the simulated state back into the world (DOF values and object poses)."""
@@ -492,7 +527,7 @@ class Simulator:
         c_imp[st.c_hard] = info.pop("hard_impulse")[len(eq):]
         broken, lock = self._update_breakaway(st, c_imp, h_eff, jq, cmd, s)
         self._state = SimState(s.time + h_eff, c1, q1, v_new, jq, broken, lock, s.steps + 1)
-        self._ext[:] = 0.0
+        self._data.ext[:] = 0.0
         self.info = StepInfo(h=h_eff, fraction=frac, contacts=contacts, contact_impulse=impulses,
                              lcp_sizes=info["lcp_sizes"], pivots=info["pivots"], islands=n_isl, timing=tm or {})
         if tm is not None:
@@ -552,8 +587,8 @@ class Simulator:
 
     def _poses(self, c: np.ndarray, q: np.ndarray) -> np.ndarray:
         if not len(c):
-            return self._X_static.copy()
-        return RK.place(self._X_static, self.bodies.table_index, c, q, self.bodies.com_L)
+            return self._data.X_static.copy()
+        return RK.place(self._data.X_static, self.bodies.table_index, c, q, self.bodies.com_L)
 
     def _com_world(self, X: np.ndarray) -> np.ndarray:
         return X[:, :3, 3] + np.einsum("nij,nj->ni", X[:, :3, :3], self._com_L_all)
@@ -798,7 +833,7 @@ class Simulator:
     def _external_forces(self) -> np.ndarray:
         """Gravity and applied wrenches (nb, 6); the gyroscopic term is added with the inertias
         (``mass_terms``)."""
-        k = self._ext.copy()
+        k = self._data.ext.copy()
         k[:, :3] += self.bodies.mass[:, None] * self.gravity
         return k
 
@@ -891,9 +926,9 @@ class Simulator:
         the LCP flags of last step's nearest contact between the same two bodies within ``radius`` (m),
         a new contact none (its w's basic), a joint limit none.  None when nothing matches.  Lemke
         verifies whatever it is given, so a poor guess costs time, never correctness."""
-        if self._cwarm is None:
+        if self._data.cwarm is None:
             return None
-        pa, pb, pp, pf = self._cwarm
+        pa, pb, pp, pf = self._data.cwarm
         a, b, p = contacts.body_a[cidx], contacts.body_b[cidx], contacts.point[cidx]
         d2 = ((p[:, None, :] - pp[None, :, :]) ** 2).sum(-1)
         d2[(a[:, None] != pa[None, :]) | (b[:, None] != pb[None, :])] = np.inf
@@ -948,8 +983,8 @@ class Simulator:
             e_rows, n_h = np.concatenate([rows[0], rows[1]]), len(rows[0])
             cidx = rows[3] - off_n
             key_w = (tuple(slots.tolist()), len(rows[2]), len(cidx))
-            level = self._level.get(key_w[0], 0)
-            warm = self._warm.get(key_w)
+            level = self._data.level.get(key_w[0], 0)
+            warm = self._data.warm.get(key_w)
             if warm is None and len(cidx):
                 warm = self._matched_warm(contacts, cidx, len(rows[2]))
             describe = lambda: (f"island {isl} with bodies "
@@ -989,14 +1024,14 @@ class Simulator:
                 if self.project_joints and n_h and np.max(np.abs(err)) > 1e-13:
                     dx[slots] = project_positions(Minv[slots], Je[:, :n_h], err).reshape(-1, 6)
             if m:
-                self._warm[key_w] = basis
+                self._data.warm[key_w] = basis
                 if len(cidx):
                     k, nl = len(cidx), len(rows[2])
                     cflags[cidx, 0] = basis[nl:nl + k]
                     cflags[cidx, 1:1 + self.u] = basis[nl + k:nl + k + k * self.u].reshape(k, self.u)
                     cflags[cidx, 1 + self.u] = basis[nl + k + k * self.u:nl + 2 * k + k * self.u]
                 # remember a softer level that was needed; relax back one level at a time
-                self._level[key_w[0]] = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
+                self._data.level[key_w[0]] = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
                 lcp_sizes.append(m)
                 pivots += piv
             v_new[slots] = v_out.reshape(-1, 6)
@@ -1004,7 +1039,7 @@ class Simulator:
                 impulses[cidx] = RK.contact_impulses(z, len(rows[2]), cidx, contacts.normal, contacts.tangent1,
                                                      contacts.tangent2, self.u)
             hard_impulse[rows[0]] = ce[:n_h]
-        self._cwarm = None if contacts is None or not len(contacts) else (
+        self._data.cwarm = None if contacts is None or not len(contacts) else (
             contacts.body_a, contacts.body_b, contacts.point, cflags)
         info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
