@@ -257,6 +257,11 @@ class Simulator:
         self.restore_state(value)
 
     @property
+    def _X_static(self) -> np.ndarray:
+        """(N, 4, 4) the data block's static poses (kinematic bases where their paths put them)."""
+        return self._data.X_static
+
+    @property
     def time(self) -> float:
         return self.state.time
 
