@@ -202,8 +202,8 @@ def checked_state(sim: Simulator, st) -> SimState:
 def checked_data(sim: Simulator, data) -> "SimData":
     """A deep copy of the data block ``data`` (a state's ``data``, see SimData) for ``sim``;
     ValueError naming the field unless its static poses are (N, 4, 4) finite rigid transforms, its
-    pending wrenches (nb, 6) finite, its warm starts a dict of bool arrays, its levels a dict of
-    whole numbers >= 0, and its matched-contact cache None or four arrays of one length."""
+    pending wrenches (nb, 6) finite, its warm-start table consistent (see SimData), and its
+    matched-contact cache None or four arrays of one length."""
     from .simulator import SimData
 
     def bad(what: str):
@@ -223,12 +223,17 @@ def checked_data(sim: Simulator, data) -> "SimData":
     ext = np.asarray(data.ext, dtype=float)
     if ext.shape != (nb, 6) or not np.isfinite(ext).all():
         raise bad(f"ext must be {(nb, 6)} finite numbers (N, N m), got shape {ext.shape}")
-    if not isinstance(data.warm, dict) or not all(b is None or (isinstance(b, np.ndarray) and b.dtype == np.bool_)
-                                                  for b in data.warm.values()):
-        raise bad("warm must be a dict of bool arrays (LCP bases)")
-    if not isinstance(data.level, dict) or not all(isinstance(v, (int, np.integer)) and v >= 0
-                                                   for v in data.level.values()):
-        raise bad("level must be a dict of whole numbers >= 0")
+    cap = np.asarray(data.keys).shape[0] if isinstance(data.keys, np.ndarray) else 0
+    arrays = {"keys": (np.int64, (cap,)), "used": (np.bool_, (cap,)), "ta": (np.int64, (cap,)),
+              "tb": (np.int64, (cap,)), "store": (np.bool_, None), "meta": (np.int64, (2,))}
+    for name, (dt, shape) in arrays.items():
+        a = getattr(data, name)
+        if not (isinstance(a, np.ndarray) and a.dtype == dt and a.ndim == 1 and (shape is None or a.shape == shape)):
+            raise bad(f"{name} must be a {np.dtype(dt).name} array" + (f" of shape {shape}" if shape else ""))
+    if cap < 2 or cap & (cap - 1) or 2 * data.used.sum() > cap or data.meta[0] != data.used.sum() \
+            or not 0 <= data.meta[1] <= len(data.store) \
+            or np.any(data.used & (data.tb >= 0) & ((data.ta < 0) | (data.ta + data.tb > data.meta[1]))):
+        raise bad("the warm-start table (keys, used, ta, tb, store, meta) is inconsistent")
     cw = data.cwarm
     if cw is not None and not (isinstance(cw, tuple) and len(cw) == 4 and all(isinstance(a, np.ndarray) for a in cw)
                                and len({len(a) for a in cw}) == 1):

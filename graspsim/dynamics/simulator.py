@@ -65,28 +65,51 @@ H_FLOOR = 1e-9
 MAX_FRICTION_DIRECTIONS = 32
 
 
+#: initial capacity of the warm-start table (entries; a power of 2, doubled when half full)
+WARM_CAPACITY = 64
+#: radius (m) within which a contact takes the LCP flags of last step's contact between the same bodies
+MATCH_RADIUS = 2e-3
+
+
 @dataclass
 class SimData:
     """What the step reads besides the bodies' state: the data block that, with :class:`SimState`,
     makes a step a function of what ``save_state`` returns (bit-for-bit replay, warm starts included).
 
     ``X_static`` (N, 4, 4) poses X_WL of the static bodies (kinematic bases moved by
-    ``set_base_motion``; dynamic bodies' entries unused), ``ext`` (nb, 6) pending external wrenches
-    [force (N); torque about the com (N m)] in W for the next step, ``warm`` island key -> last LCP
-    basis (Lemke's warm start), ``level`` island bodies -> contact-compliance retry level that last
-    worked, ``cwarm`` last step's contacts (body_a, body_b, point, LCP flags) for matched warm starts.
+    ``set_base_motion``; dynamic bodies' entries unused); ``ext`` (nb, 6) pending external wrenches
+    [force (N); torque about the com (N m)] in W for the next step.
+
+    Warm starts, an open-addressing hash table (capacity a power of 2) filled by the compiled
+    solver (``_island_kernel.table_put``): ``keys`` (cap,) island signature hashes
+    (``_island_kernel.island_key``), ``used`` (cap,) bool, and per entry ``ta``/``tb``: a last LCP
+    basis at ``store[ta:ta + tb]``, or (``tb = -1``) the contact-compliance retry level ``ta`` that
+    last worked; ``meta`` = [entries, length of ``store`` in use].  ``cwarm``: last step's contacts
+    (body_a, body_b, point, LCP flags (k, u + 2)) for the warm start of an island whose contacts
+    changed (None: no contacts).
     """
 
     X_static: np.ndarray
     ext: np.ndarray
-    warm: dict = field(default_factory=dict)
-    level: dict = field(default_factory=dict)
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(WARM_CAPACITY, np.int64))
+    used: np.ndarray = field(default_factory=lambda: np.zeros(WARM_CAPACITY, np.bool_))
+    ta: np.ndarray = field(default_factory=lambda: np.zeros(WARM_CAPACITY, np.int64))
+    tb: np.ndarray = field(default_factory=lambda: np.zeros(WARM_CAPACITY, np.int64))
+    store: np.ndarray = field(default_factory=lambda: np.zeros(1024, np.bool_))
+    meta: np.ndarray = field(default_factory=lambda: np.zeros(2, np.int64))
     cwarm: tuple | None = None
 
+    def table(self) -> tuple:
+        """The warm-start table's arrays, in the kernels' argument order."""
+        return self.keys, self.used, self.ta, self.tb, self.store, self.meta
+
+    def set_table(self, keys, used, ta, tb, store) -> None:
+        """Keep the (possibly grown) table arrays a kernel returned."""
+        self.keys, self.used, self.ta, self.tb, self.store = keys, used, ta, tb, store
+
     def copy(self) -> "SimData":
-        """A deep copy (arrays copied; the dictionaries' keys are tuples, their values arrays/ints)."""
-        return SimData(self.X_static.copy(), self.ext.copy(),
-                       {k: (None if b is None else b.copy()) for k, b in self.warm.items()}, dict(self.level),
+        """A deep copy."""
+        return SimData(self.X_static.copy(), self.ext.copy(), *(a.copy() for a in self.table()),
                        None if self.cwarm is None else tuple(a.copy() for a in self.cwarm))
 
 
@@ -926,24 +949,20 @@ class Simulator:
         e = np.array([table.restitution_of(mats[a], mats[b]) for a, b in zip(contacts.body_a, contacts.body_b)])
         return np.where(vn < -self.restitution_speed, e * vn, 0.0)
 
-    def _matched_warm(self, contacts, cidx, nlim: int, radius: float = 2e-3):
+    def _matched_warm(self, contacts, cidx=None, nlim: int = 0, radius: float = MATCH_RADIUS):
         """A warm-start guess for an island whose contacts differ from last step's: each contact takes
         the LCP flags of last step's nearest contact between the same two bodies within ``radius`` (m),
         a new contact none (its w's basic), a joint limit none.  None when nothing matches.  Lemke
-        verifies whatever it is given, so a poor guess costs time, never correctness."""
-        if self._data.cwarm is None:
-            return None
+        verifies whatever it is given, so a poor guess costs time, never correctness.
+
+        With ``cidx`` None: what to match against (last step's contacts and flags, see
+        ``SimData.cwarm``), or None; the compiled solver matches them itself."""
+        if self._data.cwarm is None or cidx is None:
+            return self._data.cwarm
         pa, pb, pp, pf = self._data.cwarm
-        a, b, p = contacts.body_a[cidx], contacts.body_b[cidx], contacts.point[cidx]
-        d2 = ((p[:, None, :] - pp[None, :, :]) ** 2).sum(-1)
-        d2[(a[:, None] != pa[None, :]) | (b[:, None] != pb[None, :])] = np.inf
-        j = np.argmin(d2, axis=1)
-        hit = d2[np.arange(len(cidx)), j] <= radius * radius
-        if not hit.any():
-            return None
-        f = np.where(hit[:, None], pf[j], False)
-        u = self.u
-        return np.concatenate([np.zeros(nlim, np.bool_), f[:, 0], f[:, 1:1 + u].reshape(-1), f[:, 1 + u]])
+        g = IK._matched(pa, pb, pp, pf, contacts.body_a, contacts.body_b, np.ascontiguousarray(contacts.point),
+                        np.asarray(cidx, np.int64), nlim, self.u, radius)
+        return g if len(g) else None
 
     def _islands(self, contacts):
         """Step 9: islands = joint components merged by contacts between two dynamic bodies."""
@@ -953,16 +972,55 @@ class Simulator:
             sa, sb = self.bodies.slot[contacts.body_a], self.bodies.slot[contacts.body_b]
         return RK.islands(self._comp, int(self._ncomp), sa, sb)
 
+    def _describe_island(self, labels, isl: int) -> str:
+        slots = np.flatnonzero(labels == isl)
+        return f"island {isl} with bodies {', '.join(self.table.names[self.bodies.table_index[x]] for x in slots)}"
+
     def _solve_islands(self, labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts):
         """Step 10 for every island.  ``kinds``: row blocks grouped as (hard equality, soft equality,
         joint limits, contact normals, friction directions)."""
-        nb = len(self.bodies)
-        v_new = np.empty_like(a_over_M)
+        if self._lemke is not None:
+            return self._solve_islands_reference(labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts)
         # every row in one block; rows grouped by (island, kind) keeping their order, so friction
         # rows stay contact-major and equality rows hard-before-soft
+        sizes = np.array([sum(len(b.rhs) for b in grp) for grp in kinds], np.int64)
+        allr = Rows.concat([b for grp in kinds for b in grp])
+        d = self._data
+        if contacts is None:
+            ca = cb = np.zeros(0, np.int64)
+            cp = cn = t1 = t2 = np.zeros((0, 3))
+        else:
+            ca, cb = (np.ascontiguousarray(x, dtype=np.int64) for x in (contacts.body_a, contacts.body_b))
+            cp, cn, t1, t2 = (np.ascontiguousarray(x) for x in (contacts.point, contacts.normal, contacts.tangent1,
+                                                                 contacts.tangent2))
+        prev = self._matched_warm(contacts)
+        if prev is None:
+            prev = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, self.u + 2), np.bool_))
+        (status, bad, m, piv, v_new, impulses, hard_impulse, dx, cflags, sizes_isl, pivots,
+         *table) = IK.solve_islands(labels, n_isl, Minv, a_over_M, np.ascontiguousarray(allr.bodies),
+                                    np.ascontiguousarray(allr.jac), np.ascontiguousarray(allr.rhs, dtype=float),
+                                    allr.compliance(), sizes, np.ascontiguousarray(hard_err, dtype=float), mu,
+                                    ca, cb, cp, cn, t1, t2, self.u, self.contact_compliance, self.project_joints,
+                                    self.state.steps % 50 == 0, *d.table(), *prev, True, MATCH_RADIUS)
+        d.set_table(*table)
+        if status != IK.OK:
+            raise SimulationError(
+                f"the contact LCP could not be solved ({self._describe_island(labels, bad)}; LCP size {m}, no "
+                f"verified solution after {piv} pivots, also with contact compliance up to "
+                f"{self.contact_compliance * 1e4:.1e} and a diagonal regularisation)")
+        d.cwarm = None if contacts is None or not len(contacts) else (ca, cb, cp, cflags)
+        info = {"lcp_sizes": sizes_isl[sizes_isl > 0].tolist(), "pivots": int(pivots), "hard_impulse": hard_impulse,
+                "dx": dx}
+        return v_new, impulses, info
+
+    def _solve_islands_reference(self, labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts):
+        """Step 10 island by island with the numpy reference of :mod:`graspsim.dynamics.island` and
+        the LCP solver given as ``lemke`` (same warm-start table as the compiled path)."""
+        nb = len(self.bodies)
+        v_new = np.empty_like(a_over_M)
         sizes = [sum(len(b.rhs) for b in grp) for grp in kinds]
         allr = Rows.concat([b for grp in kinds for b in grp])
-        row_order, rb = RK.partition_rows(allr.bodies, labels, np.array(sizes, np.int64), n_isl)
+        row_order, rb = IK.partition_rows(allr.bodies, labels, np.array(sizes, np.int64), n_isl)
         off_n = sizes[0] + sizes[1] + sizes[2]
         impulses = np.zeros((sizes[3], 3))
         hard_impulse = np.zeros(sizes[0])
@@ -971,13 +1029,7 @@ class Simulator:
         cflags = np.zeros((0 if contacts is None else len(contacts), self.u + 2), np.bool_)
         order = np.argsort(labels, kind="stable")
         bounds = np.searchsorted(labels[order], np.arange(n_isl + 1))
-        compiled = self._lemke is None
-        if compiled:
-            jac = np.ascontiguousarray(allr.jac)
-            bod = np.ascontiguousarray(allr.bodies)
-            rhs = np.ascontiguousarray(allr.rhs, dtype=float)
-            comp = allr.compliance()
-            herr = np.ascontiguousarray(hard_err, dtype=float)
+        d = self._data
         for isl in range(n_isl):
             slots = order[bounds[isl]:bounds[isl + 1]]
             r0 = rb[5 * isl]
@@ -987,65 +1039,46 @@ class Simulator:
             rows = [row_order[rb[5 * isl + j]:rb[5 * isl + j + 1]] for j in range(5)]
             e_rows, n_h = np.concatenate([rows[0], rows[1]]), len(rows[0])
             cidx = rows[3] - off_n
-            key_w = (tuple(slots.tolist()), len(rows[2]), len(cidx))
-            level = self._data.level.get(key_w[0], 0)
-            warm = self._data.warm.get(key_w)
-            if warm is None and len(cidx):
-                warm = self._matched_warm(contacts, cidx, len(rows[2]))
-            describe = lambda: (f"island {isl} with bodies "
-                                f"{', '.join(self.table.names[self.bodies.table_index[x]] for x in slots)}")
-            if compiled:
-                local = -np.ones(nb, np.int64)
-                local[slots] = np.arange(len(slots))
-                nv = 6 * len(slots)
-                m_max = len(rows[2]) + len(cidx) * (2 + self.u)
-                v_out, ce, z, basis, dxi = (np.empty(nv), np.empty(len(e_rows)), np.zeros(m_max),
-                                            np.zeros(m_max, np.bool_), np.empty(nv))
-                status, m, piv, lv = IK.solve_island(
-                    local, Minv[slots], a_over_M[slots].reshape(-1), bod, jac, rhs, comp, e_rows, n_h,
-                    rows[2], rows[3], rows[4], mu[cidx], self.u, self.contact_compliance, level, 3,
-                    warm if warm is not None else np.zeros(0, np.bool_), warm is not None,
-                    herr[rows[0]], self.project_joints, v_out, ce, z, basis, dxi)
-                if status != IK.OK:
-                    raise SimulationError(
-                        f"the contact LCP could not be solved ({describe()}; LCP size {m}, no verified "
-                        f"solution after {piv} pivots, also with contact compliance up to "
-                        f"{self.contact_compliance * 1e4:.1e} and a diagonal regularisation)")
-                z, basis = z[:m], basis[:m]
-                if self.project_joints and n_h:
-                    dx[slots] = dxi.reshape(-1, 6)
-            else:
-                Je = allr.select(e_rows).dense(slots, nb)
-                lim_r, nrm_r = allr.select(rows[2]), allr.select(rows[3])
-                Hl = np.concatenate([lim_r.dense(slots, nb), nrm_r.dense(slots, nb)], 1)
-                D = allr.select(rows[4]).dense(slots, nb) if len(rows[4]) else np.zeros((6 * len(slots), 0))
-                prob = IslandProblem(slots, Minv[slots], a_over_M[slots].reshape(-1), Je, allr.rhs[e_rows],
-                                     allr.compliance()[e_rows], Hl, np.concatenate([lim_r.rhs, nrm_r.rhs]),
-                                     len(lim_r), D, mu[cidx], self.u, self.contact_compliance)
-                sol = solve_island(prob, lemke=self._lemke, warm_start=warm, first_level=level, describe=describe)
-                v_out, ce, z, m, piv, lv = sol.v, sol.c_e, sol.z, sol.lcp_size, sol.pivots, getattr(sol, "level", 0)
-                basis = getattr(sol, "basis", None)
-                err = hard_err[rows[0]]
-                if self.project_joints and n_h and np.max(np.abs(err)) > 1e-13:
-                    dx[slots] = project_positions(Minv[slots], Je[:, :n_h], err).reshape(-1, 6)
+            key = IK.island_key(slots, len(rows[2]), len(cidx))
+            lkey = IK.island_key(slots, -1, -1)
+            level = int(IK.level_get(d.keys, d.used, d.ta, lkey))
+            warm = IK.warm_get(d.keys, d.used, d.ta, d.tb, d.store, key)
+            warm = warm if len(warm) else (self._matched_warm(contacts, cidx, len(rows[2])) if len(cidx) else None)
+            describe = lambda: self._describe_island(labels, isl)
+            Je = allr.select(e_rows).dense(slots, nb)
+            lim_r, nrm_r = allr.select(rows[2]), allr.select(rows[3])
+            Hl = np.concatenate([lim_r.dense(slots, nb), nrm_r.dense(slots, nb)], 1)
+            D = allr.select(rows[4]).dense(slots, nb) if len(rows[4]) else np.zeros((6 * len(slots), 0))
+            prob = IslandProblem(slots, Minv[slots], a_over_M[slots].reshape(-1), Je, allr.rhs[e_rows],
+                                 allr.compliance()[e_rows], Hl, np.concatenate([lim_r.rhs, nrm_r.rhs]),
+                                 len(lim_r), D, mu[cidx], self.u, self.contact_compliance)
+            sol = solve_island(prob, lemke=self._lemke, warm_start=warm, first_level=level, describe=describe)
+            v_out, ce, z, m, piv, lv = sol.v, sol.c_e, sol.z, sol.lcp_size, sol.pivots, getattr(sol, "level", 0)
+            basis = getattr(sol, "basis", None)
+            err = hard_err[rows[0]]
+            if self.project_joints and n_h and np.max(np.abs(err)) > 1e-13:
+                dx[slots] = project_positions(Minv[slots], Je[:, :n_h], err).reshape(-1, 6)
             if m:
-                self._data.warm[key_w] = basis
-                if len(cidx):
+                lv = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
+                b = np.zeros(m, np.bool_) if basis is None else np.asarray(basis, np.bool_)
+                d.set_table(*IK.table_put(d.keys, d.used, d.ta, d.tb, d.store, d.meta, key, b, lkey, lv))
+                if len(cidx) and basis is not None:
                     k, nl = len(cidx), len(rows[2])
                     cflags[cidx, 0] = basis[nl:nl + k]
                     cflags[cidx, 1:1 + self.u] = basis[nl + k:nl + k + k * self.u].reshape(k, self.u)
                     cflags[cidx, 1 + self.u] = basis[nl + k + k * self.u:nl + 2 * k + k * self.u]
-                # remember a softer level that was needed; relax back one level at a time
-                self._data.level[key_w[0]] = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
                 lcp_sizes.append(m)
                 pivots += piv
             v_new[slots] = v_out.reshape(-1, 6)
             if m and len(cidx):
-                impulses[cidx] = RK.contact_impulses(z, len(rows[2]), cidx, contacts.normal, contacts.tangent1,
-                                                     contacts.tangent2, self.u)
+                k, nl, u = len(cidx), len(rows[2]), self.u
+                ang = 2.0 * np.pi * np.arange(u) / u
+                beta = z[nl + k:nl + k + k * u].reshape(k, u)
+                impulses[cidx] = (z[nl:nl + k, None] * contacts.normal[cidx] + (beta @ np.cos(ang))[:, None]
+                                  * contacts.tangent1[cidx] + (beta @ np.sin(ang))[:, None] * contacts.tangent2[cidx])
             hard_impulse[rows[0]] = ce[:n_h]
-        self._data.cwarm = None if contacts is None or not len(contacts) else (
-            contacts.body_a, contacts.body_b, contacts.point, cflags)
+        d.cwarm = None if contacts is None or not len(contacts) else (
+            contacts.body_a, contacts.body_b, np.ascontiguousarray(contacts.point), cflags)
         info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
 
