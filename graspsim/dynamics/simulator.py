@@ -48,6 +48,7 @@ from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
 from .joints import JointFrames, build_joint_sets, joint_frames, joint_values, row_template
 from .rows import Rows, cross
+from .stages import StageTimer
 
 REV_LIMIT_TOL = np.radians(0.1)   # joint-limit search tolerance, revolute (rad)
 PRI_LIMIT_TOL = 1e-4              # prismatic (m)
@@ -149,6 +150,35 @@ class StepInfo:
     pivots: int = 0
     islands: int = 0
     timing: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Move:
+    """Steps 1-3 of one step: trial coms ``c1`` (nb, 3) and orientations ``q1`` (nb, 4), poses
+    ``X`` (N, 4, 4), joint frames ``F`` and values ``jq``, the fraction of the step taken and its
+    length ``h`` (s), and the contacts found at the trial pose (False: step 4 must look)."""
+
+    c1: np.ndarray
+    q1: np.ndarray
+    X: np.ndarray
+    F: JointFrames
+    jq: np.ndarray
+    frac: float
+    h: float
+    contacts: object
+
+
+@dataclass
+class _Assembly:
+    """Steps 5-8 of one step: the DOF structure ``st``, constraint rows by kind, the hard rows'
+    position errors, friction coefficients, body wrenches ``k`` (nb, 6) and the joint rows' count."""
+
+    st: object
+    kinds: tuple
+    hard_err: np.ndarray
+    mu: np.ndarray
+    k: np.ndarray
+    n_joint_rows: int
 
 
 class Simulator:
@@ -448,26 +478,40 @@ class Simulator:
 
     # ------------------------------------------------------------------ the step
     def step(self, controller=None) -> StepInfo:
-        """Advance one time step (the ten steps of the paper's section 4)."""
-        import time as _t
+        """Advance one time step: the paper's ten steps (section 4) as named stages, each timed by
+        the stage timer when ``profile`` is on (:mod:`graspsim.dynamics.stages`)."""
+        timer = StageTimer(self.profile)
+        s, h = self.state, self.dt
+        self._check_steppable(s, h)
+        V = self._kinematic_velocities(s.time + h)          # prescribed base motion, at t + h
+        mv = self._move(s, h)                                # 1-3: move; first contact / limit instant
+        timer.mark("collision")
+        if mv.contacts is False:                             # 4: all contacts (unless 3 found them)
+            mv.contacts = self._find_contacts(mv.X)
+        timer.mark("contacts")
+        cmd = controller.command(self) if controller is not None else None   # 7: the controller's command
+        asm = self._assemble(s, mv, cmd, V, h)               # 5-8 and every constraint row
+        timer.mark("assembly")
+        v_new, c1, q1, impulses, sol = self._solve(s, mv, asm)   # 9-10: islands, LCPs, post-stabilisation
+        timer.mark("solve")
+        self._commit(s, mv, asm, cmd, v_new, c1, q1, impulses, sol, timer)
+        timer.mark("integration")
+        return self.info
 
-        tm = {} if self.profile else None
-        t0 = _t.perf_counter() if tm is not None else 0.0
-        s = self.state
-        h = self.dt
-        # the state's arrays can be changed in place: a NaN must not reach the collision search
-        # (it would not end), nor time stand still (run() would not end)
+    def _check_steppable(self, s: SimState, h: float) -> None:
+        """The state's arrays can be changed in place: a NaN must not reach the collision search (it
+        would not end), nor time stand still (run() would not end)."""
         if not (s.time + h > s.time and RK.all_finite(s.c, s.q, s.v)
                 and RK.all_finite(s.joint_q[None], s.lock[None], s.joint_q[None])):
             raise SimulationError(self._step_refusal(s, h))
-        # kinematic (prescribed-motion) bodies move to where their path puts them at the step's end
-        V = self._kinematic_velocities(s.time + h)
-        # 1-2: velocity-to-pose map and move all dynamic bodies with their current velocities
+
+    def _move(self, s: SimState, h: float) -> "_Move":
+        """Steps 1-3: velocity-to-pose map, move the dynamic bodies with their current velocities
+        (eq. 10-12), and cut the move at the first new contact or joint-limit crossing."""
         try:
             c1, q1 = RK.integrate(s.c, s.q, s.v, h)
         except ZeroDivisionError:     # a zero quaternion put into the state in place
             raise SimulationError(self._step_refusal(s, h)) from None
-        # 3: collision and joint-limit check; binary search for the first contact/limit instant
         X = self._poses(c1, q1)
         frac, contacts = self._first_impact_fraction(s, c1, q1, h, X)
         F, jq = self._joint_state(X, s.joint_q)
@@ -479,15 +523,15 @@ class Simulator:
             F, jq = self._joint_state(X, s.joint_q)
             contacts = False
         # a cut step advances at least H_FLOOR; a step the caller asked to be shorter, by itself
-        h_eff = max(frac * h, min(h, H_FLOOR))
-        if tm is not None:
-            tm["collision"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
-        # 4: find all contacts (already found at the trial pose when the move was small)
-        if contacts is False:
-            contacts = self._find_contacts(X)
-        if tm is not None:
-            tm["contacts"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
-        com_W = self._com_world(X)
+        return _Move(c1, q1, X, F, jq, frac, max(frac * h, min(h, H_FLOOR)), contacts)
+
+    def _assemble(self, s: SimState, mv: "_Move", cmd, V, h: float) -> "_Assembly":
+        """Steps 5-8 and the constraint rows: friction coefficients (eq. 13), external forces
+        (gravity; the gyroscopic term comes with the inertias), control forces and PD drive rows,
+        joint friction (eq. 14), and the rows of joints (eq. 7, 16), coupled DOFs, joint limits
+        (eq. 9) and contacts (eq. 3-6, 19)."""
+        contacts, F, jq = mv.contacts, mv.F, mv.jq
+        com_W = self._com_world(mv.X)
         st = self._structure(s.broken)
         # one rate row per joint and a zero row (index nj) that pads DOFs with fewer joints
         js = self.js
@@ -497,19 +541,13 @@ class Simulator:
             rate_ext.const = np.concatenate([np.einsum("rc,rc->r", rj[:-1, 0], V[js.parent]) +
                                              np.einsum("rc,rc->r", rj[:-1, 1], V[js.child]), [0.0]])
             rates = rates + rate_ext.const[:-1]
-        # 5: friction coefficient per contact (eq. 13)
-        mu = self._friction_coefficients(contacts, s.v, com_W)
-        # 6: external forces: gravity and gyroscopic
-        k = self._external_forces()
-        # 7: control forces (explicit part) and drive rows (implicit PD part)
-        cmd = controller.command(self) if controller is not None else None
-        tau_joint, drive_rows = self._control(cmd, st, jq, rates, rate_ext, h)
-        # 8: joint friction (eq. 14): Coulomb explicit, viscous as implicit damping rows
-        tau_joint -= self.js.coulomb * np.sign(rates)
-        damp_rows = self._viscous_rows(rate_ext, h)
+        mu = self._friction_coefficients(contacts, s.v, com_W)                 # 5
+        k = self._external_forces()                                            # 6
+        tau_joint, drive_rows = self._control(cmd, st, jq, rates, rate_ext, h)  # 7
+        tau_joint -= self.js.coulomb * np.sign(rates)                          # 8: Coulomb explicit,
+        damp_rows = self._viscous_rows(rate_ext, h)                            # viscous implicit
         k += RK.joint_wrenches(js.kind, js.parent, js.child, self.bodies.slot, com_W, F.o, F.axis, tau_joint,
                                len(self.bodies))
-        # constraint rows: joints (eq. 7, 16), coupled DOFs, joint limits (eq. 9), contacts (eq. 3-6)
         eq = self._equality_rows(F, com_W, V)
         coup, hold = self._coupling_rows(st, rate_ext, jq, s, h)
         hard_err = np.concatenate([eq.rhs, coup.rhs])     # position errors (m, rad)
@@ -527,40 +565,44 @@ class Simulator:
                 r.rhs = r.rhs + r.constant()
         # rows by kind: hard equality, soft equality (drives, viscous friction), limits, normals, friction
         kinds = ((eq, coup), (drive_rows, damp_rows, hold), (limits,), (normals,), (frictions,))
-        if tm is not None:
-            tm["assembly"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
-        # 9: islands
-        labels, n_isl = self._islands(contacts)
-        # 10: per island: free step, equality system or mixed LCP
+        return _Assembly(st, kinds, hard_err, mu, k, len(eq))
+
+    def _solve(self, s: SimState, mv: "_Move", asm: "_Assembly"):
+        """Steps 9-10: islands; per island the free step (eq. 15), the equality system (eq. 17) or
+        the mixed LCP (eq. 18-21); then the post-stabilisation of the joints."""
+        labels, n_isl = self._islands(mv.contacts)
         # block inverse masses (m I, I_W at the new orientation), the gyroscopic term, M^-1 (M v + h k)
         try:    # the compiled kernels divide: overflowing numbers (a blow-up) end in a ZeroDivisionError
-            _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, q1, s.v, k, h_eff)
-            v_new, impulses, info = self._solve_islands(labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts)
-            if tm is not None:
-                tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
+            _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, mv.q1, s.v, asm.k, mv.h)
+            v_new, impulses, sol = self._solve_islands(labels, n_isl, Minv, a_over_M, asm.kinds, asm.hard_err,
+                                                       asm.mu, mv.contacts)
             # post-stabilisation of the joints: project the new positions back onto the constraints
-            c1, q1 = self._displace(c1, q1, info.pop("dx"))
+            c1, q1 = self._displace(mv.c1, mv.q1, sol.pop("dx"))
             # (jq is finite: it comes from finite poses unwrapped against the checked joint_q)
             finite = RK.all_finite(v_new, c1, q1)
         except ZeroDivisionError:
             finite = False
         if not finite:
-            raise SimulationError(f"non-finite numbers in the step at t = {s.time:.6f} s (h = {h_eff:.3g} s; "
+            raise SimulationError(f"non-finite numbers in the step at t = {s.time:.6f} s (h = {mv.h:.3g} s; "
                                   f"{self._fastest(s)}); the state before the step is kept")
-        if not s.time + h_eff > s.time:
-            raise SimulationError(f"a step of {h_eff:.3g} s does not advance the clock at t = {s.time!r} s "
+        sol["islands"] = n_isl
+        return v_new, c1, q1, impulses, sol
+
+    def _commit(self, s: SimState, mv: "_Move", asm: "_Assembly", cmd, v_new, c1, q1, impulses, sol, timer):
+        """The new state: breakaway DOFs updated, pending wrenches cleared, step info."""
+        if not s.time + mv.h > s.time:
+            raise SimulationError(f"a step of {mv.h:.3g} s does not advance the clock at t = {s.time!r} s "
                                   "(below its resolution); the state before the step is kept")
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
+        st = asm.st
         c_imp = np.zeros(len(st.c_idx))       # impulses of the coupling rows (none for the holds)
-        c_imp[st.c_hard] = info.pop("hard_impulse")[len(eq):]
-        broken, lock = self._update_breakaway(st, c_imp, h_eff, jq, cmd, s)
-        self._state = SimState(s.time + h_eff, c1, q1, v_new, jq, broken, lock, s.steps + 1)
+        c_imp[st.c_hard] = sol["hard_impulse"][asm.n_joint_rows:]
+        broken, lock = self._update_breakaway(st, c_imp, mv.h, mv.jq, cmd, s)
+        self._state = SimState(s.time + mv.h, c1, q1, v_new, mv.jq, broken, lock, s.steps + 1)
         self._data.ext[:] = 0.0
-        self.info = StepInfo(h=h_eff, fraction=frac, contacts=contacts, contact_impulse=impulses,
-                             lcp_sizes=info["lcp_sizes"], pivots=info["pivots"], islands=n_isl, timing=tm or {})
-        if tm is not None:
-            tm["integration"] = _t.perf_counter() - t0
-        return self.info
+        self.info = StepInfo(h=mv.h, fraction=mv.frac, contacts=mv.contacts, contact_impulse=impulses,
+                             lcp_sizes=sol["lcp_sizes"], pivots=sol["pivots"], islands=sol["islands"],
+                             timing=timer.result())
 
     # ------------------------------------------------------------------ input checks
     def _body_index(self, name: str) -> int:
