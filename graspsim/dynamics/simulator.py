@@ -170,15 +170,17 @@ class _Move:
 
 @dataclass
 class _Assembly:
-    """Steps 5-8 of one step: the DOF structure ``st``, constraint rows by kind, the hard rows'
-    position errors, friction coefficients, body wrenches ``k`` (nb, 6) and the joint rows' count."""
+    """Steps 5-8 of one step: the DOF structure ``st``, the constraint rows, the hard rows' position
+    errors, friction coefficients, body wrenches ``k`` (nb, 6) and the joint rows' count."""
 
     st: object
-    kinds: tuple
+    rows: Rows             # every row, in five consecutive kinds (see _island_kernel.solve_islands)
+    sizes: np.ndarray      # (5,) rows per kind
     hard_err: np.ndarray
     mu: np.ndarray
     k: np.ndarray
     n_joint_rows: int
+    carr: tuple            # the contacts as C-contiguous arrays (see Simulator._contact_arrays)
 
 
 class Simulator:
@@ -247,6 +249,12 @@ class Simulator:
         self.restitution_speed = number("restitution_speed", restitution_speed, 0.0, np.inf)
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
+        self._row_template = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in row_template(self.js))
+        # stand-ins of the compiled assembly's optional inputs (one argument type whatever is given)
+        self._no_cmd = np.zeros((6, len(self.ds)))
+        self._no_V = np.zeros((len(self.table), 6))
+        self._no_contacts = (np.zeros(0, np.int64), np.zeros(0, np.int64), *(np.zeros((0, 3)) for _ in range(4)),
+                             np.zeros(0))
         # None: the compiled island solver (with the project's Lemke); a callable: the reference
         # implementation of island.py with that LCP solver
         self._lemke = lemke
@@ -526,7 +534,42 @@ class Simulator:
         return _Move(c1, q1, X, F, jq, frac, max(frac * h, min(h, H_FLOOR)), contacts)
 
     def _assemble(self, s: SimState, mv: "_Move", cmd, V, h: float) -> "_Assembly":
-        """Steps 5-8 and the constraint rows: friction coefficients (eq. 13), external forces
+        """Steps 5-8 and every constraint row in one compiled call (``_rows_kernel.assemble``):
+        friction coefficients (eq. 13), external forces (gravity; the gyroscopic term comes with the
+        inertias), control forces and PD drive rows, joint friction (eq. 14), and the rows of joints
+        (eq. 7, 16), coupled DOFs, joint limits (eq. 9) and contacts (eq. 3-6, 19).  With restitution
+        on, the reference path (:meth:`_assemble_reference`)."""
+        if self.restitution:
+            return self._assemble_reference(s, mv, cmd, V, h)
+        st = self._structure(s.broken)
+        js, ds, F = self.js, self.ds, mv.F
+        carr = self._contact_arrays(mv.contacts)
+        A = command_array(cmd, ds.names) if cmd is not None else self._no_cmd
+        MS, MK = self._mu_tables()
+        rows_b, jac, rhs, comp, sizes, hard_err, mu, k, ne = RK.assemble(
+            mv.X, self._com_L_all, self.bodies.slot, self.bodies.mass, self.gravity, self._data.ext, s.v, mv.jq,
+            js.kind, js.parent, js.child, js.axis, F.o, F.o_c, F.R, F.R_c, F.axis, F.perp, *self._row_template,
+            self._joint_offsets, js.coulomb, st.P, st.drive_idx, st.drive_w, st.c_idx, st.c_coef, st.c_kappa,
+            st.c_dof, st.c_lock, st.c_hard, s.lock, ds.kp, ds.kd, self._viscous_idx, js.viscous, st.limit_cand,
+            st.lim_lo, st.lim_hi, st.lim_tol, cmd is not None, A, ds.effort, *carr, MS, MK, V is not None,
+            self._no_V if V is None else V, h, max(h, self._h_correction), self.gamma, self.threshold, self.u,
+            self.static_speed, LOCK_GAIN)
+        if len(mu) and np.isnan(mu).any():    # a material pair missing from the table: its lookup names it
+            i = int(np.flatnonzero(np.isnan(mu))[0])
+            self.world.description.materials.mu(self.table.materials[carr[0][i]], self.table.materials[carr[1][i]])
+        return _Assembly(st, Rows(rows_b, jac, rhs, comp), sizes, hard_err, mu, k, int(ne), carr)
+
+    def _contact_arrays(self, contacts) -> tuple:
+        """(body_a, body_b, point, normal, tangent1, tangent2, separation) of the contacts as
+        C-contiguous arrays (the kernels' layout; empty without contacts)."""
+        if contacts is None:
+            return self._no_contacts
+        i, f = (lambda a: np.ascontiguousarray(a, dtype=np.int64)), (lambda a: np.ascontiguousarray(a, dtype=float))
+        return (i(contacts.body_a), i(contacts.body_b), f(contacts.point), f(contacts.normal), f(contacts.tangent1),
+                f(contacts.tangent2), f(contacts.separation))
+
+    def _assemble_reference(self, s: SimState, mv: "_Move", cmd, V, h: float) -> "_Assembly":
+        """The numpy/Python reference of :meth:`_assemble` (and its path with restitution): friction coefficients (eq. 13), external forces
         (gravity; the gyroscopic term comes with the inertias), control forces and PD drive rows,
         joint friction (eq. 14), and the rows of joints (eq. 7, 16), coupled DOFs, joint limits
         (eq. 9) and contacts (eq. 3-6, 19)."""
@@ -565,7 +608,9 @@ class Simulator:
                 r.rhs = r.rhs + r.constant()
         # rows by kind: hard equality, soft equality (drives, viscous friction), limits, normals, friction
         kinds = ((eq, coup), (drive_rows, damp_rows, hold), (limits,), (normals,), (frictions,))
-        return _Assembly(st, kinds, hard_err, mu, k, len(eq))
+        sizes = np.array([sum(len(b.rhs) for b in grp) for grp in kinds], np.int64)
+        return _Assembly(st, Rows.concat([b for grp in kinds for b in grp]), sizes, hard_err, mu, k, len(eq),
+                         self._contact_arrays(contacts))
 
     def _solve(self, s: SimState, mv: "_Move", asm: "_Assembly"):
         """Steps 9-10: islands; per island the free step (eq. 15), the equality system (eq. 17) or
@@ -574,8 +619,7 @@ class Simulator:
         # block inverse masses (m I, I_W at the new orientation), the gyroscopic term, M^-1 (M v + h k)
         try:    # the compiled kernels divide: overflowing numbers (a blow-up) end in a ZeroDivisionError
             _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, mv.q1, s.v, asm.k, mv.h)
-            v_new, impulses, sol = self._solve_islands(labels, n_isl, Minv, a_over_M, asm.kinds, asm.hard_err,
-                                                       asm.mu, mv.contacts)
+            v_new, impulses, sol = self._solve_islands(labels, n_isl, Minv, a_over_M, asm, mv.contacts)
             # post-stabilisation of the joints: project the new positions back onto the constraints
             c1, q1 = self._displace(mv.c1, mv.q1, sol.pop("dx"))
             # (jq is finite: it comes from finite poses unwrapped against the checked joint_q)
@@ -1018,23 +1062,15 @@ class Simulator:
         slots = np.flatnonzero(labels == isl)
         return f"island {isl} with bodies {', '.join(self.table.names[self.bodies.table_index[x]] for x in slots)}"
 
-    def _solve_islands(self, labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts):
-        """Step 10 for every island.  ``kinds``: row blocks grouped as (hard equality, soft equality,
-        joint limits, contact normals, friction directions)."""
+    def _solve_islands(self, labels, n_isl, Minv, a_over_M, asm: "_Assembly", contacts):
+        """Step 10 for every island, in one compiled call (``_island_kernel.solve_islands``); rows
+        grouped by (island, kind) keeping their order, so friction rows stay contact-major and
+        equality rows hard-before-soft."""
         if self._lemke is not None:
-            return self._solve_islands_reference(labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts)
-        # every row in one block; rows grouped by (island, kind) keeping their order, so friction
-        # rows stay contact-major and equality rows hard-before-soft
-        sizes = np.array([sum(len(b.rhs) for b in grp) for grp in kinds], np.int64)
-        allr = Rows.concat([b for grp in kinds for b in grp])
+            return self._solve_islands_reference(labels, n_isl, Minv, a_over_M, asm, contacts)
+        allr, sizes, hard_err, mu = asm.rows, asm.sizes, asm.hard_err, asm.mu
         d = self._data
-        if contacts is None:
-            ca = cb = np.zeros(0, np.int64)
-            cp = cn = t1 = t2 = np.zeros((0, 3))
-        else:
-            ca, cb = (np.ascontiguousarray(x, dtype=np.int64) for x in (contacts.body_a, contacts.body_b))
-            cp, cn, t1, t2 = (np.ascontiguousarray(x) for x in (contacts.point, contacts.normal, contacts.tangent1,
-                                                                 contacts.tangent2))
+        ca, cb, cp, cn, t1, t2, _ = asm.carr
         prev = self._matched_warm(contacts)
         if prev is None:
             prev = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, self.u + 2), np.bool_))
@@ -1055,14 +1091,13 @@ class Simulator:
                 "dx": dx}
         return v_new, impulses, info
 
-    def _solve_islands_reference(self, labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts):
+    def _solve_islands_reference(self, labels, n_isl, Minv, a_over_M, asm: "_Assembly", contacts):
         """Step 10 island by island with the numpy reference of :mod:`graspsim.dynamics.island` and
         the LCP solver given as ``lemke`` (same warm-start table as the compiled path)."""
         nb = len(self.bodies)
         v_new = np.empty_like(a_over_M)
-        sizes = [sum(len(b.rhs) for b in grp) for grp in kinds]
-        allr = Rows.concat([b for grp in kinds for b in grp])
-        row_order, rb = IK.partition_rows(allr.bodies, labels, np.array(sizes, np.int64), n_isl)
+        allr, sizes, hard_err, mu = asm.rows, asm.sizes, asm.hard_err, asm.mu
+        row_order, rb = IK.partition_rows(np.ascontiguousarray(allr.bodies), labels, sizes, n_isl)
         off_n = sizes[0] + sizes[1] + sizes[2]
         impulses = np.zeros((sizes[3], 3))
         hard_impulse = np.zeros(sizes[0])
