@@ -30,6 +30,7 @@ the step then either ends finite or raises SimulationError.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -249,6 +250,13 @@ class Simulator:
         self.restitution_speed = number("restitution_speed", restitution_speed, 0.0, np.inf)
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
+        # per DOF: proximal and distal joint, distal/proximal ratio, their offsets (the clutch test)
+        nd_ = len(self.ds)
+        self._clutch = (np.array([j[0] for j in self.ds.joints], np.int64).reshape(nd_),
+                        np.array([j[-1] for j in self.ds.joints], np.int64).reshape(nd_),
+                        np.array([r[-1] / r[0] for r in self.ds.ratios], float).reshape(nd_),
+                        np.array([o[0] for o in self.ds.offsets], float).reshape(nd_),
+                        np.array([o[-1] for o in self.ds.offsets], float).reshape(nd_))
         self._row_template = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in row_template(self.js))
         # stand-ins of the compiled assembly's optional inputs (one argument type whatever is given)
         self._no_cmd = np.zeros((6, len(self.ds)))
@@ -554,7 +562,7 @@ class Simulator:
             st.lim_lo, st.lim_hi, st.lim_tol, cmd is not None, A, ds.effort, *carr, MS, MK, V is not None,
             self._no_V if V is None else V, h, max(h, self._h_correction), self.gamma, self.threshold, self.u,
             self.static_speed, LOCK_GAIN)
-        if len(mu) and np.isnan(mu).any():    # a material pair missing from the table: its lookup names it
+        if len(mu) and math.isnan(mu.sum()):    # a material pair missing from the table: its lookup names it
             i = int(np.flatnonzero(np.isnan(mu))[0])
             self.world.description.materials.mu(self.table.materials[carr[0][i]], self.table.materials[carr[1][i]])
         return _Assembly(st, Rows(rows_b, jac, rhs, comp), sizes, hard_err, mu, k, int(ne), carr)
@@ -724,7 +732,7 @@ class Simulator:
 
     def _structure(self, broken: np.ndarray):
         """Index arrays that depend only on which DOFs have broken away (cached per pattern)."""
-        key = tuple(bool(b) for b in broken)
+        key = np.asarray(broken, dtype=bool).tobytes()
         cache = self.__dict__.setdefault("_structure_cache", {})
         if key in cache:
             return cache[key]
@@ -738,7 +746,7 @@ class Simulator:
         limit_cand = (js.kind != 2) & np.isfinite(js.limits).any(axis=1)
         for d in range(nd):
             jidx, rat, off = ds.joints[d], ds.ratios[d], ds.offsets[d]
-            brk = key[d] and len(jidx) > 1
+            brk = bool(broken[d]) and len(jidx) > 1
             use, r_use = (jidx[-1:], rat[-1:]) if brk else (jidx, rat)
             w = r_use / float(r_use @ r_use)    # virtual work: tau_j = r_j tau / sum r^2
             P[d, use] = w
@@ -768,6 +776,8 @@ class Simulator:
         # coupling rows that stay hard (see _coupling_rows: holds of DOFs with gains are soft)
         S.c_hard = ~(S.c_lock & ((LOCK_GAIN * (self.ds.kp + self.ds.kd))[S.c_dof] > 0)) if len(S.c_dof) else \
             np.zeros(0, bool)
+        # coupling rows of breakaway DOFs (the clutch test of _update_breakaway)
+        S.brk_rows = np.flatnonzero(self.ds.breakaway[S.c_dof]) if len(S.c_dof) else np.zeros(0, np.int64)
         S.lim_lo, S.lim_hi = js.limits[S.limit_cand, 0], js.limits[S.limit_cand, 1]
         S.lim_tol = np.where(js.kind[S.limit_cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
         cache[key] = S
@@ -1168,19 +1178,19 @@ class Simulator:
         """A breakaway DOF's coupling gives way when it transmits more than the breakaway torque; it
         re-couples when the DOF is commanded open and the distal is back at its coupled angle."""
         broken, lock = s.broken.copy(), s.lock.copy()
-        if not np.any(self.ds.breakaway) or not len(st.c_idx):
+        rows = st.brk_rows
+        if not len(rows):
             return broken, lock
-        for r in range(len(st.c_idx)):
-            d = st.c_dof[r]
-            if not self.ds.breakaway[d]:
-                continue
-            if st.c_lock[r]:
-                jidx, rat, off = self.ds.joints[d], self.ds.ratios[d], self.ds.offsets[d]
-                rho = rat[-1] / rat[0]
-                if cmd is not None and cmd.qd_ref[d] < 0 and jq[jidx[-1]] <= rho * jq[jidx[0]] + off[-1] - rho * off[0]:
-                    broken[d] = False
-            elif abs(coupling_impulse[r]) / h > self.ds.breakaway_torque[d]:
-                broken[d] = True
-                lock[d] = jq[self.ds.joints[d][0]]
+        d, held = st.c_dof[rows], st.c_lock[rows]
+        if cmd is not None and held.any():
+            dl = d[held]
+            prox, dist, rho, off0, off1 = (a[dl] for a in self._clutch)
+            back = (np.asarray(cmd.qd_ref, dtype=float)[dl] < 0) & (jq[dist] <= rho * jq[prox] + off1 - rho * off0)
+            broken[dl[back]] = False
+        gives = ~held & (np.abs(coupling_impulse[rows]) / h > self.ds.breakaway_torque[d])
+        if gives.any():
+            dg = d[gives]
+            broken[dg] = True
+            lock[dg] = jq[self._clutch[0][dg]]
         return broken, lock
 
