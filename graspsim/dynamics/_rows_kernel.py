@@ -6,6 +6,8 @@ not arithmetic.  The vectorised versions stay as the readable reference (and the
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from .._jit import njit
 
@@ -850,3 +852,64 @@ def assemble(X, com_L, slot, mass, gravity, ext, v, jq, kind, parent, child, axi
             else:
                 rhs[i] += const[i]
     return bodies, jac, rhs, comp, sizes, hard_err, mu, k, ne
+
+
+# ------------------------------------------------------------------------- compiled PD references
+
+@njit(cache=True)
+def _traj_at(r, t, kind, t0, dur, q0, q1, off, s_off, s_t, s_q, q, qd, want_q):
+    """Robot ``r``'s reference at time ``t`` into ``q`` or ``qd`` (its DOFs ``off[r]:off[r + 1]``):
+    the JointTrajectory of control/trajectory.py, a quintic segment (kind 0) or linear
+    interpolation of samples (kind 1), with the same floating-point operations."""
+    a, b = off[r], off[r + 1]
+    if kind[r] == 1:
+        i0, i1 = s_off[r], s_off[r + 1]
+        if t <= s_t[i0] or t >= s_t[i1 - 1]:
+            k = i0 if t <= s_t[i0] else i1 - 1
+            for d in range(a, b):
+                if want_q:
+                    q[d] = s_q[k, d - a]
+                else:
+                    qd[d] = 0.0
+            return
+        i = i0
+        while s_t[i] < t:            # searchsorted(ts, t) (side 'left') - 1
+            i += 1
+        i -= 1
+        f = (t - s_t[i]) / (s_t[i + 1] - s_t[i])
+        for d in range(a, b):
+            if want_q:
+                q[d] = s_q[i, d - a] + f * (s_q[i + 1, d - a] - s_q[i, d - a])
+            else:
+                qd[d] = (s_q[i + 1, d - a] - s_q[i, d - a]) / (s_t[i + 1] - s_t[i])
+        return
+    if dur[r] <= 0:
+        for d in range(a, b):
+            if want_q:
+                q[d] = q1[d]
+            else:
+                qd[d] = 0.0
+        return
+    x = min(1.0, max(0.0, (t - t0[r]) / dur[r]))
+    # (math.pow: the C pow of Python's float ** int, so the reference is the same to the last bit)
+    s = math.pow(x, 3.0) * (10 - 15 * x + 6 * x * x)
+    ds = 30 * x * x * math.pow(1 - x, 2.0)
+    for d in range(a, b):
+        dq = q1[d] - q0[d]
+        if want_q:
+            q[d] = q0[d] + s * dq
+        else:
+            qd[d] = ds / dur[r] * dq
+
+
+@njit(cache=True)
+def pd_references(t, h, kind, t0, dur, q0, q1, off, s_off, s_t, s_q):
+    """The PD controller's references for the step from ``t`` (see PDController.command): q_ref at
+    t + 2h, qd_ref at t + 1.5h, every robot's trajectory.  Returns (q_ref, qd_ref) (nd,)."""
+    nd = q0.shape[0]
+    q = np.zeros(nd)
+    qd = np.zeros(nd)
+    for r in range(kind.shape[0]):
+        _traj_at(r, t + 2 * h, kind, t0, dur, q0, q1, off, s_off, s_t, s_q, q, qd, True)
+        _traj_at(r, t + 1.5 * h, kind, t0, dur, q0, q1, off, s_off, s_t, s_q, q, qd, False)
+    return q, qd

@@ -154,6 +154,19 @@ class StepInfo:
 
 
 @dataclass
+class Rollout:
+    """States after each step of :meth:`Simulator.rollout`: ``time`` (n,) s, coms ``c`` (n, nb, 3)
+    m and velocities ``v`` (n, nb, 6) [m/s; rad/s] in W, orientations ``q`` (n, nb, 4) (w, x, y, z),
+    joint values ``joint_q`` (n, nj) (rad or m)."""
+
+    time: np.ndarray
+    c: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    joint_q: np.ndarray
+
+
+@dataclass
 class _Move:
     """Steps 1-3 of one step: trial coms ``c1`` (nb, 3) and orientations ``q1`` (nb, 4), poses
     ``X`` (N, 4, 4), joint frames ``F`` and values ``jq``, the fraction of the step taken and its
@@ -482,6 +495,37 @@ class Simulator:
         nl = sum(len(x) for x in self.table.robot_links)
         for bi in range(len(self.world.description.bodies)):
             self.world.state.body_poses[bi] = X[nl + bi].copy()
+
+    def rollout(self, n_steps: int, controller=None) -> "Rollout":
+        """Run ``n_steps`` steps with a compiled controller and return the states after each step.
+
+        ``controller``: None, a :class:`~graspsim.control.PDController` (frozen as it is now: its
+        trajectories, gains and effort limits; see ``PDController.compiled``) or a
+        :class:`~graspsim.control.pd.CompiledPD`.  Its command is one compiled call per step, no
+        Python controller code runs; the states are those of ``n_steps`` calls of :meth:`step` with
+        the PDController.  A Python controller (anything else) is refused: use :meth:`step`.
+        ValueError for a bad ``n_steps`` (a whole number >= 0); SimulationError as :meth:`step`
+        (the states up to the failing step are kept, the rollout's record is lost)."""
+        from ..control.pd import CompiledPD, PDController
+
+        n = number("n_steps", n_steps, 0, 1e9)
+        if n != int(n):
+            raise ValueError(f"n_steps must be a whole number >= 0, got {n_steps!r}")
+        n = int(n)
+        if isinstance(controller, PDController):
+            controller = controller.compiled()
+        elif controller is not None and not isinstance(controller, CompiledPD):
+            raise ValueError(f"rollout needs a PDController, a CompiledPD or None, got {type(controller).__name__} "
+                             "(a Python controller runs through step())")
+        nb, nj = len(self.bodies), len(self.js)
+        out = Rollout(np.empty(n), np.empty((n, nb, 3)), np.empty((n, nb, 4)), np.empty((n, nb, 6)),
+                      np.empty((n, nj)))
+        for i in range(n):
+            self.step(controller)
+            s = self._state
+            out.time[i] = s.time
+            out.c[i], out.q[i], out.v[i], out.joint_q[i] = s.c, s.q, s.v, s.joint_q
+        return out
 
     def run(self, duration: float, controller=None, callback: Callable | None = None) -> None:
         """Step until ``time`` has advanced by ``duration`` (s, finite, >= 0); ``callback(sim)`` after each step."""
