@@ -274,6 +274,8 @@ class Simulator:
         # stand-ins of the compiled assembly's optional inputs (one argument type whatever is given)
         self._no_cmd = np.zeros((6, len(self.ds)))
         self._no_V = np.zeros((len(self.table), 6))
+        self._no_prev = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)),
+                         np.zeros((0, self.u + 2), np.bool_))
         self._no_contacts = (np.zeros(0, np.int64), np.zeros(0, np.int64), *(np.zeros((0, 3)) for _ in range(4)),
                              np.zeros(0))
         # None: the compiled island solver (with the project's Lemke); a callable: the reference
@@ -1127,7 +1129,7 @@ class Simulator:
         ca, cb, cp, cn, t1, t2, _ = asm.carr
         prev = self._matched_warm(contacts)
         if prev is None:
-            prev = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, self.u + 2), np.bool_))
+            prev = self._no_prev
         (status, bad, m, piv, v_new, impulses, hard_impulse, dx, cflags, sizes_isl, pivots,
          *table) = IK.solve_islands(labels, n_isl, Minv, a_over_M, np.ascontiguousarray(allr.bodies),
                                     np.ascontiguousarray(allr.jac), np.ascontiguousarray(allr.rhs, dtype=float),
