@@ -1,6 +1,7 @@
 """The time stepper: Miller & Christensen (2003) section 4, after Anitescu & Potra (1997).
 
-``Simulator.step`` runs the paper's ten steps, one call each:
+``Simulator.step`` runs the paper's ten steps as named stages (``_move``, ``_find_contacts``,
+``_assemble``, ``_solve``, ``_commit``; timed by :mod:`graspsim.dynamics.stages` when profiling):
 
  1-2. velocity-to-pose map and move every dynamic body with its current velocity (eq. 10-12)
  3.   collision and joint-limit check; binary search for the first contact / limit instant
@@ -11,6 +12,14 @@
  8.   joint friction, Coulomb plus viscous (eq. 14)
  9.   islands of dynamic bodies connected by joints or contacts
  10.  per island: free step (eq. 15), equality system (eq. 17) or mixed LCP (eq. 18-21) via Lemke
+
+Steps 5-8 and every constraint row are one compiled call (``_rows_kernel.assemble``), steps 9-10
+for every island another (``_island_kernel.solve_islands``); the Python/numpy versions
+(``_assemble_reference``, :mod:`graspsim.dynamics.island` with ``lemke=``) stay as the reference.
+Model and data: the description's arrays are built once; everything the step reads that changes
+is the state (:class:`SimState`) and the data block (:class:`SimData`: warm starts, compliance
+levels, kinematic base poses, pending wrenches), both saved by ``save_state`` so a restored state
+replays bit for bit.  ``rollout`` runs many steps with a compiled PD / trajectory controller.
 
 Differences from the paper's implementation, on purpose: PD drives and viscous joint friction are
 applied implicitly (compliant constraint rows) so stiff gains are stable; coupled DOFs are
