@@ -1,5 +1,6 @@
 """The step's stage timer: ``Simulator(profile=True)`` fills ``StepInfo.timing`` with the seconds of
-each named stage of a step (wall clock, :func:`time.perf_counter`).
+each named stage of a step: CPU time of the process (:func:`time.process_time`), so that a
+profile taken on a busy machine is not inflated by other processes' turns on the CPU.
 
 Stages (keys of ``timing``) and the paper's ten steps (Miller & Christensen 2003, section 4):
 
@@ -15,7 +16,7 @@ Off (``profile=False``), a stage mark is one attribute test.
 """
 from __future__ import annotations
 
-from time import perf_counter
+from time import process_time
 
 #: the stages of a step, in order (benchmarks/bench_dynamics.py and the peers' binding read them)
 STAGES = ("collision", "contacts", "assembly", "solve", "integration")
@@ -28,12 +29,12 @@ class StageTimer:
 
     def __init__(self, on: bool):
         self.times: dict | None = {} if on else None
-        self._t = perf_counter() if on else 0.0
+        self._t = process_time() if on else 0.0
 
     def mark(self, stage: str) -> None:
         """The time since the last mark (or the start) belongs to ``stage`` (s)."""
         if self.times is not None:
-            t = perf_counter()
+            t = process_time()
             self.times[stage] = self.times.get(stage, 0.0) + (t - self._t)
             self._t = t
 
