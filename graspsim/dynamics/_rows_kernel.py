@@ -449,42 +449,6 @@ def displace(c, q, dx):
 
 
 @njit(cache=True)
-def partition_rows(bodies, labels, sizes, n_isl):
-    """Rows grouped by (island, kind): ``order`` lists row indices island by island, and within an
-    island kind by kind (the 5 consecutive blocks of sizes ``sizes``) in their original order;
-    rows of island i and kind j are ``order[bounds[5 i + j]:bounds[5 i + j + 1]]``.  A row's island
-    is that of its first dynamic body; rows without one belong to none."""
-    r = bodies.shape[0]
-    K = bodies.shape[1]
-    key = np.empty(r, np.int64)
-    row = 0
-    for j in range(5):
-        for _ in range(sizes[j]):
-            isl = -1
-            for k in range(K):
-                b = bodies[row, k]
-                if b >= 0:
-                    isl = labels[b]
-                    break
-            key[row] = 5 * isl + j if isl >= 0 else -1
-            row += 1
-    counts = np.zeros(5 * n_isl + 1, np.int64)
-    for i in range(r):
-        if key[i] >= 0:
-            counts[key[i] + 1] += 1
-    for i in range(5 * n_isl):
-        counts[i + 1] += counts[i]
-    bounds = counts.copy()
-    fill = counts[:-1].copy()
-    order = np.empty(counts[-1], np.int64)
-    for i in range(r):
-        if key[i] >= 0:
-            order[fill[key[i]]] = i
-            fill[key[i]] += 1
-    return order, bounds
-
-
-@njit(cache=True)
 def pd_drives(P, jq_off, rates, q_ref, qd_ref, kp, kd, tau_ff, effort, drive_idx, drive_w, h, nj):
     """Step 7 for every DOF (see Simulator._control): the PD estimate kp (q_ref - q) + kd (qd_ref - qd)
     + tau_ff; a DOF whose estimate reaches its effort limit applies the clamped torque explicitly,
@@ -586,27 +550,6 @@ def limit_crossed(cand, lo, hi, tol, prev, jq):
         if p >= lo[i] - tol[i] and p <= hi[i] + tol[i] and (q < lo[i] - tol[i] or q > hi[i] + tol[i]):
             return True
     return False
-
-
-@njit(cache=True)
-def contact_impulses(z, nlim, cidx, normal, t1, t2, u):
-    """(k, 3) impulse of each of an island's contacts from its LCP solution z = [limits, c_n, beta,
-    lambda]: c_n n + sum_d beta_d (cos a_d t1 + sin a_d t2), a_d = 2 pi d / u (eq. 4)."""
-    k = cidx.shape[0]
-    out = np.empty((k, 3))
-    for i in range(k):
-        c = cidx[i]
-        cn = z[nlim + i]
-        bc = 0.0
-        bs = 0.0
-        for d in range(u):
-            b = z[nlim + k + i * u + d]
-            a = 2.0 * np.pi * d / u
-            bc += b * np.cos(a)
-            bs += b * np.sin(a)
-        for j in range(3):
-            out[i, j] = cn * normal[c, j] + bc * t1[c, j] + bs * t2[c, j]
-    return out
 
 
 # ------------------------------------------------------------------------- steps 5-8 in one call
