@@ -116,6 +116,11 @@ class PDController:
         ris = self.trajectories if robot is None else [self._robot(robot)]
         return all(t >= self.trajectories[ri].t_end for ri in ris)
 
+    def compiled(self) -> "CompiledPD":
+        """A :class:`CompiledPD` of this controller as it is now (the controller of
+        :meth:`graspsim.Simulator.rollout`); ValueError with a feedforward."""
+        return CompiledPD(self)
+
     def command(self, sim) -> DriveCommand:
         """The drive command for the coming step.
 
@@ -135,3 +140,47 @@ class PDController:
             if self.feedforward is not None:
                 tau[sl] = self.feedforward(sim, ri, q, qd, qdd)
         return DriveCommand(q_ref, qd_ref, self.kp, self.kd, tau, self.effort)
+
+
+class CompiledPD:
+    """A frozen copy of a :class:`PDController` (its trajectories, gains and limits at the time of
+    :meth:`PDController.compiled`) whose command is one compiled call (``_rows_kernel.pd_references``):
+    the controller of :meth:`graspsim.Simulator.rollout`.  It gives the same commands as the
+    PDController it was made from, as long as that one is not changed (no feedforward)."""
+
+    def __init__(self, pd: PDController):
+        if pd.feedforward is not None:
+            raise ValueError("a PDController with a feedforward (a Python function) cannot be compiled; "
+                             "step it with Simulator.step instead")
+        ds = pd.sim.ds
+        trajs = [pd.trajectories[ri] for ri in range(len(ds.robot_slices))]
+        nd = len(ds)
+        self.kind = np.array([0 if t.samples_t is None else 1 for t in trajs], np.int64)
+        self.t0 = np.array([t.t0 for t in trajs], float)
+        self.dur = np.array([t.duration for t in trajs], float)
+        self.q0, self.q1 = np.zeros(nd), np.zeros(nd)
+        self.off = np.zeros(len(trajs) + 1, np.int64)
+        s_t, s_q, s_off = [], [], [0]
+        width = max([sl.stop - sl.start for sl in ds.robot_slices] + [1])
+        for r, (t, sl) in enumerate(zip(trajs, ds.robot_slices)):
+            self.off[r], self.off[r + 1] = sl.start, sl.stop
+            self.q0[sl], self.q1[sl] = t.q0, t.q1
+            if t.samples_t is not None:
+                s_t.append(np.asarray(t.samples_t, float))
+                q = np.zeros((len(t.samples_t), width))
+                q[:, :sl.stop - sl.start] = t.samples_q
+                s_q.append(q)
+            s_off.append(s_off[-1] + (0 if t.samples_t is None else len(t.samples_t)))
+        self.s_off = np.array(s_off, np.int64)
+        self.s_t = np.concatenate(s_t) if s_t else np.zeros(0)
+        self.s_q = np.concatenate(s_q) if s_q else np.zeros((0, width))
+        self.kp, self.kd, self.effort = pd.kp.copy(), pd.kd.copy(), pd.effort.copy()
+        self._zero = np.zeros(nd)
+
+    def command(self, sim) -> DriveCommand:
+        """The drive command for the coming step (as PDController.command)."""
+        from ..dynamics import _rows_kernel as RK
+
+        q, qd = RK.pd_references(sim.time, sim.dt, self.kind, self.t0, self.dur, self.q0, self.q1, self.off,
+                                 self.s_off, self.s_t, self.s_q)
+        return DriveCommand(q, qd, self.kp, self.kd, self._zero, self.effort)

@@ -464,3 +464,297 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                             ewh[a, e, j] = ew[hp[a], e, j]
                 _add_weighted(ebh, ewh, ecnth, ch, dx_out)
     return status, m, pivots, level
+
+
+# ------------------------------------------------------------------ every island of a step in one call
+
+@njit(cache=True)
+def partition_rows(bodies, labels, sizes, n_isl):
+    """Rows grouped by (island, kind): ``order`` lists row indices island by island, and within an
+    island kind by kind (the 5 consecutive blocks of sizes ``sizes``) in their original order;
+    rows of island i and kind j are ``order[bounds[5 i + j]:bounds[5 i + j + 1]]``.  A row's island
+    is that of its first dynamic body; rows without one belong to none."""
+    r = bodies.shape[0]
+    K = bodies.shape[1]
+    key = np.empty(r, np.int64)
+    row = 0
+    for j in range(5):
+        for _ in range(sizes[j]):
+            isl = -1
+            for k in range(K):
+                b = bodies[row, k]
+                if b >= 0:
+                    isl = labels[b]
+                    break
+            key[row] = 5 * isl + j if isl >= 0 else -1
+            row += 1
+    counts = np.zeros(5 * n_isl + 1, np.int64)
+    for i in range(r):
+        if key[i] >= 0:
+            counts[key[i] + 1] += 1
+    for i in range(5 * n_isl):
+        counts[i + 1] += counts[i]
+    bounds = counts.copy()
+    fill = counts[:-1].copy()
+    order = np.empty(counts[-1], np.int64)
+    for i in range(r):
+        if key[i] >= 0:
+            order[fill[key[i]]] = i
+            fill[key[i]] += 1
+    return order, bounds
+
+
+@njit(cache=True)
+def island_key(slots, n_limits, n_contacts):
+    """64-bit FNV-1a hash of an island's signature (its dynamic bodies, number of limit rows and of
+    contacts; ``n_limits = -1`` keys the island's compliance level).  A collision only hands Lemke
+    a wrong warm start of the right size, which it verifies like any other (time, not correctness)."""
+    h = np.uint64(14695981039346656037)
+    p = np.uint64(1099511628211)
+    for i in range(slots.shape[0]):
+        h = (h ^ np.uint64(slots[i] + 3)) * p
+    h = (h ^ np.uint64(n_limits + 1)) * p
+    h = (h ^ np.uint64(n_contacts + 2)) * p
+    return np.int64(h)
+
+
+@njit(cache=True)
+def _tfind(keys, used, key):
+    """Slot of ``key`` in the open-addressing table (capacity a power of 2), or the empty slot
+    where it goes."""
+    mask = keys.shape[0] - 1
+    i = key & mask
+    while used[i] and keys[i] != key:
+        i = (i + 1) & mask
+    return i
+
+
+@njit(cache=True)
+def _tgrow(keys, used, ta, tb):
+    """The table rehashed into twice the capacity."""
+    cap = 2 * keys.shape[0]
+    nk = np.zeros(cap, np.int64)
+    nu = np.zeros(cap, np.bool_)
+    na = np.zeros(cap, np.int64)
+    nbb = np.zeros(cap, np.int64)
+    for i in range(keys.shape[0]):
+        if used[i]:
+            j = _tfind(nk, nu, keys[i])
+            nk[j], nu[j], na[j], nbb[j] = keys[i], True, ta[i], tb[i]
+    return nk, nu, na, nbb
+
+
+@njit(cache=True)
+def warm_get(keys, used, ta, tb, store, key):
+    """The stored LCP basis of island ``key`` (a copy; empty when none)."""
+    i = _tfind(keys, used, key)
+    if not used[i] or tb[i] < 0:
+        return np.zeros(0, np.bool_)
+    out = np.empty(tb[i], np.bool_)
+    for j in range(tb[i]):
+        out[j] = store[ta[i] + j]
+    return out
+
+
+@njit(cache=True)
+def level_get(keys, used, ta, key):
+    """The stored compliance level of island ``key`` (0 when none)."""
+    i = _tfind(keys, used, key)
+    return ta[i] if used[i] else 0
+
+
+@njit(cache=True)
+def table_put(keys, used, ta, tb, store, meta, key, basis, level_key, level):
+    """Store island ``key``'s basis (its length is fixed by the key) and ``level`` under
+    ``level_key``; ``meta`` = [entries, store length used].  Returns the (possibly grown) arrays."""
+    for kk in range(2):
+        if 2 * (meta[0] + 1) > keys.shape[0]:
+            keys, used, ta, tb = _tgrow(keys, used, ta, tb)
+        key_ = key if kk == 0 else level_key
+        i = _tfind(keys, used, key_)
+        if not used[i]:
+            keys[i], used[i] = key_, True
+            meta[0] += 1
+            if kk == 0:
+                ta[i], tb[i] = meta[1], basis.shape[0]
+                need = meta[1] + basis.shape[0]
+                if need > store.shape[0]:
+                    s2 = np.zeros(max(need, 2 * store.shape[0]), np.bool_)
+                    for j in range(meta[1]):
+                        s2[j] = store[j]
+                    store = s2
+                meta[1] = need
+            else:
+                tb[i] = -1
+        if kk == 0:
+            for j in range(min(tb[i], basis.shape[0])):
+                store[ta[i] + j] = basis[j]
+        else:
+            ta[i] = level
+    return keys, used, ta, tb, store
+
+
+@njit(cache=True)
+def _matched(pa, pb, pp, pf, ca, cb, cpoint, cidx, nlim, u, radius):
+    """A warm-start guess for an island whose contacts differ from last step's: each contact takes
+    the LCP flags of last step's nearest contact between the same two bodies within ``radius``
+    (m); a new contact none (its w's basic), a joint limit none.  Empty when nothing matches."""
+    k = cidx.shape[0]
+    out = np.zeros(nlim + k * (u + 2), np.bool_)
+    hit_any = False
+    r2 = radius * radius
+    for i in range(k):
+        c = cidx[i]
+        best = np.inf
+        jb = -1
+        for j in range(pa.shape[0]):
+            if pa[j] != ca[c] or pb[j] != cb[c]:
+                continue
+            d = ((cpoint[c, 0] - pp[j, 0]) ** 2 + (cpoint[c, 1] - pp[j, 1]) ** 2 + (cpoint[c, 2] - pp[j, 2]) ** 2)
+            if d < best:
+                best, jb = d, j
+        if jb < 0 or best > r2:
+            continue
+        hit_any = True
+        out[nlim + i] = pf[jb, 0]
+        for d_ in range(u):
+            out[nlim + k + i * u + d_] = pf[jb, 1 + d_]
+        out[nlim + k + k * u + i] = pf[jb, 1 + u]
+    if not hit_any:
+        return np.zeros(0, np.bool_)
+    return out
+
+
+@njit(cache=True)
+def solve_islands(labels, n_isl, Minv, aM, bodies, jac, rhs, comp, sizes, hard_err, mu,
+                  ca, cb, cpoint, cnormal, ct1, ct2, u, compliance, project, relax,
+                  keys, used, ta, tb, store, meta, pa, pb, pp, pf, use_matched, radius):
+    """Step 10 for every island of the step in one call (see :func:`solve_island`).
+
+    Rows: one block (``bodies`` (r, K), ``jac`` (r, K, 6), ``rhs``, ``comp``) of five consecutive
+    kinds of sizes ``sizes``: hard equality, soft equality, joint limits, contact normals (one per
+    contact, in contact order), friction directions (``u`` per contact, contact-major).
+    ``hard_err`` the hard rows' position errors.  Contacts: table bodies ``ca``, ``cb``, points,
+    normals and tangents (W), friction coefficients ``mu``.  Warm starts: the open-addressing table
+    (``keys``, ``used``, ``ta``, ``tb``, ``store``, ``meta``; see :func:`table_put`) keyed by
+    :func:`island_key`, and last step's contacts (``pa``, ``pb``, ``pp``, flags ``pf``) matched
+    when an island's key is new.  ``relax``: this step may relax a compliance level by one.
+
+    Returns (status, failing island, its LCP size, its pivots, v_new (nb, 6), contact impulses
+    (k, 3) (N s, on body b), hard-row impulses, post-stabilisation dx (nb, 6), contact flags
+    (k, u + 2), LCP sizes (per island, 0: none), total pivots, and the table arrays)."""
+    nb = labels.shape[0]
+    nrows = rhs.shape[0]
+    k_all = ca.shape[0]
+    v_new = np.empty((nb, 6))
+    impulses = np.zeros((sizes[3], 3))
+    hard_impulse = np.zeros(sizes[0])
+    dx = np.zeros((nb, 6))
+    cflags = np.zeros((k_all, u + 2), np.bool_)
+    lcp_sizes = np.zeros(n_isl, np.int64)
+    pivots = 0
+    order_r, rb = partition_rows(bodies, labels, sizes, n_isl)
+    off_n = sizes[0] + sizes[1] + sizes[2]
+    # bodies of each island (counting sort by label, in slot order)
+    bstart = np.zeros(n_isl + 1, np.int64)
+    for b in range(nb):
+        bstart[labels[b] + 1] += 1
+    for i in range(n_isl):
+        bstart[i + 1] += bstart[i]
+    fill = bstart[:-1].copy()
+    border = np.empty(nb, np.int64)
+    for b in range(nb):
+        border[fill[labels[b]]] = b
+        fill[labels[b]] += 1
+    local = -np.ones(nb, np.int64)
+    for isl in range(n_isl):
+        s0, s1 = bstart[isl], bstart[isl + 1]
+        nbi = s1 - s0
+        r0 = rb[5 * isl]
+        if rb[5 * isl + 5] == r0:                         # eq. (15): a free body
+            for x in range(s0, s1):
+                for j in range(6):
+                    v_new[border[x], j] = aM[border[x], j]
+            continue
+        slots = border[s0:s1]
+        for x in range(nbi):
+            local[slots[x]] = x
+        nhard = rb[5 * isl + 1] - rb[5 * isl]
+        nsoft = rb[5 * isl + 2] - rb[5 * isl + 1]
+        nlim = rb[5 * isl + 3] - rb[5 * isl + 2]
+        nc = rb[5 * isl + 4] - rb[5 * isl + 3]
+        nfr = rb[5 * isl + 5] - rb[5 * isl + 4]
+        e_rows = order_r[rb[5 * isl]:rb[5 * isl + 2]]
+        lim_rows = order_r[rb[5 * isl + 2]:rb[5 * isl + 3]]
+        nrm_rows = order_r[rb[5 * isl + 3]:rb[5 * isl + 4]]
+        fr_rows = order_r[rb[5 * isl + 4]:rb[5 * isl + 5]]
+        cidx = np.empty(nc, np.int64)
+        mui = np.empty(nc)
+        for i in range(nc):
+            cidx[i] = nrm_rows[i] - off_n
+            mui[i] = mu[cidx[i]]
+        herr = np.empty(nhard)
+        for i in range(nhard):
+            herr[i] = hard_err[e_rows[i]]
+        key = island_key(slots, nlim, nc)
+        lkey = island_key(slots, -1, -1)
+        level = level_get(keys, used, ta, lkey)
+        warm = warm_get(keys, used, ta, tb, store, key)
+        if warm.shape[0] == 0 and nc and use_matched:
+            warm = _matched(pa, pb, pp, pf, ca, cb, cpoint, cidx, nlim, u, radius)
+        Mi = np.empty((nbi, 6, 6))
+        aMi = np.empty(6 * nbi)
+        for x in range(nbi):
+            for i in range(6):
+                aMi[6 * x + i] = aM[slots[x], i]
+                for j in range(6):
+                    Mi[x, i, j] = Minv[slots[x], i, j]
+        nv = 6 * nbi
+        m_max = nlim + nc * (2 + u)
+        v_out = np.empty(nv)
+        ce = np.empty(nhard + nsoft)
+        z = np.zeros(m_max)
+        basis = np.zeros(m_max, np.bool_)
+        dxi = np.empty(nv)
+        status, m, piv, lv = solve_island(local, Mi, aMi, bodies, jac, rhs, comp, e_rows, nhard, lim_rows,
+                                          nrm_rows, fr_rows, mui, u, compliance, level, 3, warm,
+                                          warm.shape[0] > 0, herr, project, v_out, ce, z, basis, dxi)
+        for x in range(nbi):
+            local[slots[x]] = -1
+        pivots += piv
+        if status != OK:
+            return (status, isl, m, piv, v_new, impulses, hard_impulse, dx, cflags, lcp_sizes, pivots,
+                    keys, used, ta, tb, store)
+        if project and nhard:
+            for x in range(nbi):
+                for j in range(6):
+                    dx[slots[x], j] = dxi[6 * x + j]
+        if m:
+            # remember a softer level that was needed; relax back one level at a time
+            newlevel = lv if lv > level else max(0, level - (1 if relax else 0))
+            keys, used, ta, tb, store = table_put(keys, used, ta, tb, store, meta, key, basis[:m], lkey, newlevel)
+            for i in range(nc):
+                c = cidx[i]
+                cflags[c, 0] = basis[nlim + i]
+                for d in range(u):
+                    cflags[c, 1 + d] = basis[nlim + nc + i * u + d]
+                cflags[c, 1 + u] = basis[nlim + nc + nc * u + i]
+                # impulse c_n n + sum_d beta_d (cos a_d t1 + sin a_d t2), a_d = 2 pi d / u (eq. 4)
+                cn = z[nlim + i]
+                bc = 0.0
+                bs = 0.0
+                for d in range(u):
+                    bt = z[nlim + nc + i * u + d]
+                    a = 2.0 * np.pi * d / u
+                    bc += bt * np.cos(a)
+                    bs += bt * np.sin(a)
+                for j in range(3):
+                    impulses[c, j] = cn * cnormal[c, j] + bc * ct1[c, j] + bs * ct2[c, j]
+            lcp_sizes[isl] = m
+        for x in range(nbi):
+            for j in range(6):
+                v_new[slots[x], j] = v_out[6 * x + j]
+        for i in range(nhard):
+            hard_impulse[e_rows[i]] = ce[i]
+    return (OK, -1, 0, 0, v_new, impulses, hard_impulse, dx, cflags, lcp_sizes, pivots,
+            keys, used, ta, tb, store)

@@ -6,6 +6,8 @@ not arithmetic.  The vectorised versions stay as the readable reference (and the
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from .._jit import njit
 
@@ -345,7 +347,7 @@ def tangential_speed(sa, sb, v, com_a, com_b, point, normal):
 
 @njit(cache=True)
 def rate_rows(kind, parent, child, slot, com_W, o, ax, v):
-    """One row per joint giving its rate (child minus parent along the axis; see joints.rate_rows),
+    """One row per joint giving its rate (child minus parent along the axis),
     plus a trailing all-static zero row (index nj, the padding target of ``gather``), and the
     joint rates at the body velocities ``v`` (static bodies at rest).
 
@@ -396,7 +398,7 @@ def gather(rbodies, rjac, idx, coef):
 @njit(cache=True)
 def joint_wrenches(kind, parent, child, slot, com_W, o, ax, tau, nb):
     """(nb, 6) body wrenches [force; torque about the com] from joint torques/forces ``tau``, equal
-    and opposite on child and parent (steps 7-8; see joints.joint_wrenches)."""
+    and opposite on child and parent (steps 7-8)."""
     out = np.zeros((nb, 6))
     w = np.empty(6)
     for n in range(kind.shape[0]):
@@ -444,42 +446,6 @@ def displace(c, q, dx):
         r = np.sqrt(nw * nw + nx * nx + ny * ny + nz * nz)
         q1[i, 0], q1[i, 1], q1[i, 2], q1[i, 3] = nw / r, nx / r, ny / r, nz / r
     return c1, q1
-
-
-@njit(cache=True)
-def partition_rows(bodies, labels, sizes, n_isl):
-    """Rows grouped by (island, kind): ``order`` lists row indices island by island, and within an
-    island kind by kind (the 5 consecutive blocks of sizes ``sizes``) in their original order;
-    rows of island i and kind j are ``order[bounds[5 i + j]:bounds[5 i + j + 1]]``.  A row's island
-    is that of its first dynamic body; rows without one belong to none."""
-    r = bodies.shape[0]
-    K = bodies.shape[1]
-    key = np.empty(r, np.int64)
-    row = 0
-    for j in range(5):
-        for _ in range(sizes[j]):
-            isl = -1
-            for k in range(K):
-                b = bodies[row, k]
-                if b >= 0:
-                    isl = labels[b]
-                    break
-            key[row] = 5 * isl + j if isl >= 0 else -1
-            row += 1
-    counts = np.zeros(5 * n_isl + 1, np.int64)
-    for i in range(r):
-        if key[i] >= 0:
-            counts[key[i] + 1] += 1
-    for i in range(5 * n_isl):
-        counts[i + 1] += counts[i]
-    bounds = counts.copy()
-    fill = counts[:-1].copy()
-    order = np.empty(counts[-1], np.int64)
-    for i in range(r):
-        if key[i] >= 0:
-            order[fill[key[i]]] = i
-            fill[key[i]] += 1
-    return order, bounds
 
 
 @njit(cache=True)
@@ -556,17 +522,6 @@ def limit_rows(cand, lo, hi, tol, jq, rbodies, rjac, gain):
 
 
 @njit(cache=True)
-def max_travel(v, radius, h):
-    """Upper bound (m) on how far any point of any body moves in h: (|v| + |omega| r) h."""
-    out = 0.0
-    for i in range(v.shape[0]):
-        lin = np.sqrt(v[i, 0] ** 2 + v[i, 1] ** 2 + v[i, 2] ** 2)
-        ang = np.sqrt(v[i, 3] ** 2 + v[i, 4] ** 2 + v[i, 5] ** 2)
-        out = max(out, lin + ang * radius[i])
-    return out * h
-
-
-@njit(cache=True)
 def all_finite(a, b, c):
     """True when the three arrays hold only finite numbers."""
     for x in (a.ravel(), b.ravel(), c.ravel()):
@@ -586,22 +541,307 @@ def limit_crossed(cand, lo, hi, tol, prev, jq):
     return False
 
 
+# ------------------------------------------------------------------------- steps 5-8 in one call
+
 @njit(cache=True)
-def contact_impulses(z, nlim, cidx, normal, t1, t2, u):
-    """(k, 3) impulse of each of an island's contacts from its LCP solution z = [limits, c_n, beta,
-    lambda]: c_n n + sum_d beta_d (cos a_d t1 + sin a_d t2), a_d = 2 pi d / u (eq. 4)."""
-    k = cidx.shape[0]
-    out = np.empty((k, 3))
-    for i in range(k):
-        c = cidx[i]
-        cn = z[nlim + i]
-        bc = 0.0
-        bs = 0.0
-        for d in range(u):
-            b = z[nlim + k + i * u + d]
-            a = 2.0 * np.pi * d / u
-            bc += b * np.cos(a)
-            bs += b * np.sin(a)
-        for j in range(3):
-            out[i, j] = cn * normal[c, j] + bc * t1[c, j] + bs * t2[c, j]
+def _dot6(a, b):
+    s = 0.0
+    for j in range(6):
+        s += a[j] * b[j]
+    return s
+
+
+@njit(cache=True)
+def _row_const(bodies, jac, V, tab):
+    """Each row's value due to the kinematic bodies' velocities ``V`` (N, 6): rows between table
+    bodies ``tab`` (r, K) (-1: padding)."""
+    r = jac.shape[0]
+    out = np.zeros(r)
+    for i in range(r):
+        s = 0.0
+        for k in range(tab.shape[1]):
+            if tab[i, k] >= 0:
+                s += _dot6(jac[i, k], V[tab[i, k]])
+        out[i] = s
     return out
+
+
+@njit(cache=True)
+def assemble(X, com_L, slot, mass, gravity, ext, v, jq, kind, parent, child, axis_J, o, o_c, R, R_c, ax, pp,
+             rj, rt, rk, joint_off, coulomb, P, drive_idx, drive_w, c_idx, c_coef, c_kappa, c_dof, c_lock, c_hard,
+             lock, kp_d, kd_d, visc_idx, visc, cand, lo, hi, tol, has_cmd, cmd, effort_max,
+             ca, cb, cpoint, cnormal, ct1, ct2, csep, MS, MK, has_V, V,
+             h, hc, gamma, threshold, u, static_speed, lock_gain):
+    """Steps 5-8 and every constraint row of a step in one call (the compiled equivalent of
+    ``Simulator._assemble_reference``, built from the same row kernels).
+
+    Returns the row block (``bodies`` (r, K), ``jac`` (r, K, 6), ``rhs``, ``comp``) in five
+    consecutive kinds of sizes ``sizes``: hard equality (joints (eq. 7, 16), coupled DOFs), soft
+    equality (PD drives, viscous joint friction (eq. 14), holds of broken-away DOFs), joint limits
+    (eq. 9), contact normals (eq. 3, 19), friction directions (eq. 4); the hard rows' position
+    errors; friction coefficients per contact (eq. 13; NaN: a material pair missing); body wrenches
+    ``k`` (nb, 6): gravity, external, control and joint-friction forces; the joint rows' count.
+    ``cmd`` (6, nd) the controller's command rows (checks.CMD_FIELDS; ``has_cmd`` False: none);
+    ``V`` (N, 6) kinematic bodies' velocities (``has_V`` False: none)."""
+    N = X.shape[0]
+    nb = mass.shape[0]
+    nj = kind.shape[0]
+    nk = ca.shape[0]
+    # body coms in W
+    com_W = np.empty((N, 3))
+    for n in range(N):
+        for i in range(3):
+            com_W[n, i] = X[n, i, 3] + (X[n, i, 0] * com_L[n, 0] + X[n, i, 1] * com_L[n, 1] + X[n, i, 2] * com_L[n, 2])
+    # joint rate rows (one per joint, and the all-static padding row nj) and the joint rates
+    rbod, rjac, rates = rate_rows(kind, parent, child, slot, com_W, o, ax, v)
+    rconst = np.zeros(nj + 1)
+    if has_V:
+        for n in range(nj):
+            rconst[n] = _dot6(rjac[n, 0], V[parent[n]]) + _dot6(rjac[n, 1], V[child[n]])
+            rates[n] = rates[n] + rconst[n]
+    # 5: friction coefficient per contact (eq. 13), from the relative speed at the previous velocities
+    sa = np.empty(nk, np.int64)
+    sb = np.empty(nk, np.int64)
+    com_a = np.empty((nk, 3))
+    com_b = np.empty((nk, 3))
+    for c in range(nk):
+        sa[c], sb[c] = slot[ca[c]], slot[cb[c]]
+        for i in range(3):
+            com_a[c, i] = com_W[ca[c], i]
+            com_b[c, i] = com_W[cb[c], i]
+    vt = tangential_speed(sa, sb, v, com_a, com_b, cpoint, cnormal)
+    mu = np.empty(nk)
+    for c in range(nk):
+        mu[c] = MS[ca[c], cb[c]] if vt[c] < static_speed else MK[ca[c], cb[c]]
+        if MS[ca[c], cb[c]] != MS[ca[c], cb[c]]:
+            mu[c] = np.nan
+    # 6: gravity and applied wrenches (the gyroscopic term comes with the inertias)
+    k = ext.copy()
+    for b in range(nb):
+        for i in range(3):
+            k[b, i] += mass[b] * gravity[i]
+    # 7: control forces: explicit torques and the implicit PD drive rows
+    nd = P.shape[0]
+    tau = np.zeros(nj)
+    n_drv = 0
+    act = np.zeros(0, np.int64)
+    eps = np.zeros(0)
+    dcomp = np.zeros(0)
+    if has_cmd:
+        jq_off = jq - joint_off
+        eff = np.empty(nd)
+        for d in range(nd):
+            eff[d] = min(cmd[5, d], effort_max[d])
+        tau, act, eps, dcomp = pd_drives(P, jq_off, rates, cmd[0], cmd[1], cmd[3], cmd[4], cmd[2], eff,
+                                         drive_idx, drive_w, h, nj)
+        n_drv = act.shape[0]
+    # 8: joint friction (eq. 14): Coulomb explicit, viscous as implicit damping rows
+    for n in range(nj):
+        r_ = rates[n]
+        sg = 1.0 if r_ > 0 else (-1.0 if r_ < 0 else (0.0 if r_ == 0 else r_))
+        tau[n] -= coulomb[n] * sg
+    jw = joint_wrenches(kind, parent, child, slot, com_W, o, ax, tau, nb)
+    for b in range(nb):
+        for j in range(6):
+            k[b, j] += jw[b, j]
+    # joint rows (eq. 7) and their position errors; rows between two static bodies dropped
+    eb, ejac, eerr, keep = equality_rows(rj, rt, rk, kind, parent, child, axis_J, slot, com_W, o, o_c, R, R_c, ax, pp)
+    ne = 0
+    for i in range(keep.shape[0]):
+        if keep[i]:
+            ne += 1
+    # coupled DOFs: rate_k - rho rate_0 = 0 (hard), or a broken-away DOF's soft hold
+    ncp = c_idx.shape[0]
+    cerr = np.empty(ncp)
+    for r_ in range(ncp):
+        t = 0.0
+        for m in range(c_idx.shape[1]):
+            j = c_idx[r_, m]
+            t += c_coef[r_, m] * (jq[j] if j < nj else 0.0)
+        cerr[r_] = t - (lock[c_dof[r_]] if c_lock[r_] else c_kappa[r_])
+    n_ch = 0
+    for r_ in range(ncp):
+        if c_hard[r_]:
+            n_ch += 1
+    n_hold = ncp - n_ch
+    # joint limits (eq. 9)
+    lb, ljac, lrhs, ljoint, lsign = limit_rows(cand, lo, hi, tol, jq, rbod, rjac, gamma / hc)
+    nl = lrhs.shape[0]
+    # contacts (eq. 3, 4, 19)
+    nbn, njac, nrhs, fb, fj = contact_rows(sa, sb, com_a, com_b, cpoint, cnormal, ct1, ct2, csep, 0.5 * threshold,
+                                           gamma / hc, u)
+    nv_ = visc_idx.shape[0]
+    # the block
+    K = 2
+    if n_drv:
+        K = max(K, 2 * drive_idx.shape[1])
+    if ncp:
+        K = max(K, 2 * c_idx.shape[1])
+    sizes = np.empty(5, np.int64)
+    sizes[0] = ne + n_ch
+    sizes[1] = n_drv + nv_ + n_hold
+    sizes[2] = nl
+    sizes[3] = nk
+    sizes[4] = nk * u
+    r_tot = sizes[0] + sizes[1] + sizes[2] + sizes[3] + sizes[4]
+    bodies = -np.ones((r_tot, K), np.int64)
+    jac = np.zeros((r_tot, K, 6))
+    rhs = np.zeros(r_tot)
+    comp = np.zeros(r_tot)
+    hard_err = np.empty(sizes[0])
+    tab = -np.ones((r_tot, K), np.int64)          # rows' table bodies (for the kinematic constants)
+    row = 0
+    for i in range(keep.shape[0]):
+        if not keep[i]:
+            continue
+        for s in range(2):
+            bodies[row, s] = eb[i, s]
+            for j in range(6):
+                jac[row, s, j] = ejac[i, s, j]
+        tab[row, 0], tab[row, 1] = parent[rj[i]], child[rj[i]]
+        hard_err[row] = eerr[i]
+        rhs[row] = -gamma * eerr[i] / hc                                # eq. (16)
+        row += 1
+    for pass_ in range(2):            # coupling rows: the hard ones here, the holds with the soft rows
+        if pass_ == 1:
+            # PD drive rows: s+ + C lambda = eps
+            for a in range(n_drv):
+                d = act[a]
+                for m in range(drive_idx.shape[1]):
+                    src = drive_idx[d, m]
+                    for s in range(2):
+                        bodies[row, 2 * m + s] = rbod[src, s]
+                        if src < nj:
+                            tab[row, 2 * m + s] = parent[src] if s == 0 else child[src]
+                        for j in range(6):
+                            jac[row, 2 * m + s, j] = drive_w[d, m] * rjac[src, s, j]
+                rhs[row] = eps[a]
+                comp[row] = dcomp[a]
+                row += 1
+            # viscous joint friction (eq. 14) applied implicitly: rate+ + C lambda = 0, C = 1 / (h c)
+            for a in range(nv_):
+                src = visc_idx[a]
+                for s in range(2):
+                    bodies[row, s] = rbod[src, s]
+                    tab[row, s] = parent[src] if s == 0 else child[src]
+                    for j in range(6):
+                        jac[row, s, j] = 1.0 * rjac[src, s, j]
+                comp[row] = 1.0 / (h * visc[src])
+                row += 1
+        for r_ in range(ncp):
+            if c_hard[r_] != (pass_ == 0):
+                continue
+            for m in range(c_idx.shape[1]):
+                src = c_idx[r_, m]
+                for s in range(2):
+                    bodies[row, 2 * m + s] = rbod[src, s]
+                    if src < nj:
+                        tab[row, 2 * m + s] = parent[src] if s == 0 else child[src]
+                    for j in range(6):
+                        jac[row, 2 * m + s, j] = c_coef[r_, m] * rjac[src, s, j]
+            if pass_ == 0:
+                hard_err[row] = cerr[r_]
+                rhs[row] = -gamma * cerr[r_] / hc                       # eq. (16)
+            else:
+                # the gear's stiff spring-damper: s+ + C lambda = eps, C = 1 / (h c), eps = k (q_lock - q) / c
+                d = c_dof[r_]
+                cs = lock_gain * (h * kp_d[d] + kd_d[d])
+                rhs[row] = -lock_gain * kp_d[d] * cerr[r_] / cs
+                comp[row] = 1.0 / (h * cs)
+            row += 1
+    for i in range(nl):
+        j_ = ljoint[i]
+        for s in range(2):
+            bodies[row, s] = lb[i, s]
+            tab[row, s] = parent[j_] if s == 0 else child[j_]
+            for j in range(6):
+                jac[row, s, j] = ljac[i, s, j]
+        rhs[row] = lrhs[i]
+        row += 1
+    for c in range(nk):
+        for s in range(2):
+            bodies[row, s] = nbn[c, s]
+            for j in range(6):
+                jac[row, s, j] = njac[c, s, j]
+        tab[row, 0], tab[row, 1] = ca[c], cb[c]
+        rhs[row] = nrhs[c]
+        row += 1
+    for r_ in range(nk * u):
+        c = r_ // u
+        for s in range(2):
+            bodies[row, s] = fb[r_, s]
+            for j in range(6):
+                jac[row, s, j] = fj[r_, s, j]
+        tab[row, 0], tab[row, 1] = ca[c], cb[c]
+        row += 1
+    if has_V:
+        # kinematic bodies' motion: equality targets shift, inequality biases grow
+        const = _row_const(bodies, jac, V, tab)
+        n_eq = sizes[0] + sizes[1]
+        for i in range(r_tot):
+            if i < n_eq:
+                rhs[i] -= const[i]
+            else:
+                rhs[i] += const[i]
+    return bodies, jac, rhs, comp, sizes, hard_err, mu, k, ne
+
+
+# ------------------------------------------------------------------------- compiled PD references
+
+@njit(cache=True)
+def _traj_at(r, t, kind, t0, dur, q0, q1, off, s_off, s_t, s_q, q, qd, want_q):
+    """Robot ``r``'s reference at time ``t`` into ``q`` or ``qd`` (its DOFs ``off[r]:off[r + 1]``):
+    the JointTrajectory of control/trajectory.py, a quintic segment (kind 0) or linear
+    interpolation of samples (kind 1), with the same floating-point operations."""
+    a, b = off[r], off[r + 1]
+    if kind[r] == 1:
+        i0, i1 = s_off[r], s_off[r + 1]
+        if t <= s_t[i0] or t >= s_t[i1 - 1]:
+            k = i0 if t <= s_t[i0] else i1 - 1
+            for d in range(a, b):
+                if want_q:
+                    q[d] = s_q[k, d - a]
+                else:
+                    qd[d] = 0.0
+            return
+        i = i0
+        while s_t[i] < t:            # searchsorted(ts, t) (side 'left') - 1
+            i += 1
+        i -= 1
+        f = (t - s_t[i]) / (s_t[i + 1] - s_t[i])
+        for d in range(a, b):
+            if want_q:
+                q[d] = s_q[i, d - a] + f * (s_q[i + 1, d - a] - s_q[i, d - a])
+            else:
+                qd[d] = (s_q[i + 1, d - a] - s_q[i, d - a]) / (s_t[i + 1] - s_t[i])
+        return
+    if dur[r] <= 0:
+        for d in range(a, b):
+            if want_q:
+                q[d] = q1[d]
+            else:
+                qd[d] = 0.0
+        return
+    x = min(1.0, max(0.0, (t - t0[r]) / dur[r]))
+    # (math.pow: the C pow of Python's float ** int, so the reference is the same to the last bit)
+    s = math.pow(x, 3.0) * (10 - 15 * x + 6 * x * x)
+    ds = 30 * x * x * math.pow(1 - x, 2.0)
+    for d in range(a, b):
+        dq = q1[d] - q0[d]
+        if want_q:
+            q[d] = q0[d] + s * dq
+        else:
+            qd[d] = ds / dur[r] * dq
+
+
+@njit(cache=True)
+def pd_references(t, h, kind, t0, dur, q0, q1, off, s_off, s_t, s_q):
+    """The PD controller's references for the step from ``t`` (see PDController.command): q_ref at
+    t + 2h, qd_ref at t + 1.5h, every robot's trajectory.  Returns (q_ref, qd_ref) (nd,)."""
+    nd = q0.shape[0]
+    q = np.zeros(nd)
+    qd = np.zeros(nd)
+    for r in range(kind.shape[0]):
+        _traj_at(r, t + 2 * h, kind, t0, dur, q0, q1, off, s_off, s_t, s_q, q, qd, True)
+        _traj_at(r, t + 1.5 * h, kind, t0, dur, q0, q1, off, s_off, s_t, s_q, q, qd, False)
+    return q, qd

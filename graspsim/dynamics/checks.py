@@ -197,3 +197,48 @@ def checked_state(sim: Simulator, st) -> SimState:
     f = lambda a: np.array(a, dtype=float, order="C")     # new arrays, laid out as the kernels take
     return SimState(float(st.time), f(st.c), q, f(st.v), f(st.joint_q), np.array(st.broken, dtype=bool),
                     f(st.lock), int(st.steps))
+
+
+def checked_data(sim: Simulator, data) -> "SimData":
+    """A deep copy of the data block ``data`` (a state's ``data``, see SimData) for ``sim``;
+    ValueError naming the field unless its static poses are (N, 4, 4) finite rigid transforms, its
+    pending wrenches (nb, 6) finite, its warm-start table consistent (see SimData), and its
+    matched-contact cache None or four arrays of one length."""
+    from .simulator import SimData
+
+    def bad(what: str):
+        return ValueError(f"restore_state: data.{what}; the state is unchanged")
+
+    if not isinstance(data, SimData):
+        raise bad(f"must be a SimData (from save_state), got {type(data).__name__}")
+    N, nb = len(sim.table), len(sim.bodies)
+    X = np.asarray(data.X_static, dtype=float)
+    if X.shape != (N, 4, 4):
+        raise bad(f"X_static must have shape {(N, 4, 4)}, got {X.shape}")
+    for i in range(N):
+        try:
+            spatial.check_rigid(X[i], f"X_static of body '{sim.table.names[i]}'")
+        except ValueError as e:
+            raise bad(str(e)) from None
+    ext = np.asarray(data.ext, dtype=float)
+    if ext.shape != (nb, 6) or not np.isfinite(ext).all():
+        raise bad(f"ext must be {(nb, 6)} finite numbers (N, N m), got shape {ext.shape}")
+    cap = np.asarray(data.keys).shape[0] if isinstance(data.keys, np.ndarray) else 0
+    arrays = {"keys": (np.int64, (cap,)), "used": (np.bool_, (cap,)), "ta": (np.int64, (cap,)),
+              "tb": (np.int64, (cap,)), "store": (np.bool_, None), "meta": (np.int64, (2,))}
+    for name, (dt, shape) in arrays.items():
+        a = getattr(data, name)
+        if not (isinstance(a, np.ndarray) and a.dtype == dt and a.ndim == 1 and (shape is None or a.shape == shape)):
+            raise bad(f"{name} must be a {np.dtype(dt).name} array" + (f" of shape {shape}" if shape else ""))
+    if cap < 2 or cap & (cap - 1) or 2 * data.used.sum() > cap or data.meta[0] != data.used.sum() \
+            or not 0 <= data.meta[1] <= len(data.store) \
+            or np.any(data.used & (data.tb >= 0) & ((data.ta < 0) | (data.ta + data.tb > data.meta[1]))):
+        raise bad("the warm-start table (keys, used, ta, tb, store, meta) is inconsistent")
+    cw = data.cwarm
+    if cw is not None and not (isinstance(cw, tuple) and len(cw) == 4 and all(isinstance(a, np.ndarray) for a in cw)
+                               and len({len(a) for a in cw}) == 1):
+        raise bad("cwarm must be None or four arrays of one length (body_a, body_b, point, flags)")
+    out = data.copy()
+    out.X_static = np.array(X, dtype=float, order="C")
+    out.ext = np.array(ext, dtype=float, order="C")
+    return out

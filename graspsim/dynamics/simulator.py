@@ -1,6 +1,7 @@
 """The time stepper: Miller & Christensen (2003) section 4, after Anitescu & Potra (1997).
 
-``Simulator.step`` runs the paper's ten steps, one call each:
+``Simulator.step`` runs the paper's ten steps as named stages (``_move``, ``_find_contacts``,
+``_assemble``, ``_solve``, ``_commit``; timed by :mod:`graspsim.dynamics.stages` when profiling):
 
  1-2. velocity-to-pose map and move every dynamic body with its current velocity (eq. 10-12)
  3.   collision and joint-limit check; binary search for the first contact / limit instant
@@ -11,6 +12,14 @@
  8.   joint friction, Coulomb plus viscous (eq. 14)
  9.   islands of dynamic bodies connected by joints or contacts
  10.  per island: free step (eq. 15), equality system (eq. 17) or mixed LCP (eq. 18-21) via Lemke
+
+Steps 5-8 and every constraint row are one compiled call (``_rows_kernel.assemble``), steps 9-10
+for every island another (``_island_kernel.solve_islands``); the Python/numpy versions
+(``_assemble_reference``, :mod:`graspsim.dynamics.island` with ``lemke=``) stay as the reference.
+Model and data: the description's arrays are built once; everything the step reads that changes
+is the state (:class:`SimState`) and the data block (:class:`SimData`: warm starts, compliance
+levels, kinematic base poses, pending wrenches), both saved by ``save_state`` so a restored state
+replays bit for bit.  ``rollout`` runs many steps with a compiled PD / trajectory controller.
 
 Differences from the paper's implementation, on purpose: PD drives and viscous joint friction are
 applied implicitly (compliant constraint rows) so stiff gains are stable; coupled DOFs are
@@ -30,6 +39,7 @@ the step then either ends finite or raises SimulationError.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -43,11 +53,12 @@ from ..world import World
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
 from . import bodies as B
-from .checks import MAX_DT, MIN_DT, checked_state, command_array, number, state_problem, vector
+from .checks import MAX_DT, MIN_DT, checked_data, checked_state, command_array, number, state_problem, vector
 from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
 from .joints import JointFrames, build_joint_sets, joint_frames, joint_values, row_template
 from .rows import Rows, cross
+from .stages import StageTimer
 
 REV_LIMIT_TOL = np.radians(0.1)   # joint-limit search tolerance, revolute (rad)
 PRI_LIMIT_TOL = 1e-4              # prismatic (m)
@@ -65,9 +76,61 @@ H_FLOOR = 1e-9
 MAX_FRICTION_DIRECTIONS = 32
 
 
+#: initial capacity of the warm-start table (entries; a power of 2, doubled when half full)
+WARM_CAPACITY = 64
+#: radius (m) within which a contact takes the LCP flags of last step's contact between the same bodies
+MATCH_RADIUS = 2e-3
+
+
+@dataclass
+class SimData:
+    """What the step reads besides the bodies' state: the data block that, with :class:`SimState`,
+    makes a step a function of what ``save_state`` returns (bit-for-bit replay, warm starts included).
+
+    ``X_static`` (N, 4, 4) poses X_WL of the static bodies (kinematic bases moved by
+    ``set_base_motion``; dynamic bodies' entries unused); ``ext`` (nb, 6) pending external wrenches
+    [force (N); torque about the com (N m)] in W for the next step.
+
+    Warm starts, an open-addressing hash table (capacity a power of 2) filled by the compiled
+    solver (``_island_kernel.table_put``): ``keys`` (cap,) island signature hashes
+    (``_island_kernel.island_key``), ``used`` (cap,) bool, and per entry ``ta``/``tb``: a last LCP
+    basis at ``store[ta:ta + tb]``, or (``tb = -1``) the contact-compliance retry level ``ta`` that
+    last worked; ``meta`` = [entries, length of ``store`` in use].  ``cwarm``: last step's contacts
+    (body_a, body_b, point, LCP flags (k, u + 2)) for the warm start of an island whose contacts
+    changed (None: no contacts).
+    """
+
+    X_static: np.ndarray
+    ext: np.ndarray
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(WARM_CAPACITY, np.int64))
+    used: np.ndarray = field(default_factory=lambda: np.zeros(WARM_CAPACITY, np.bool_))
+    ta: np.ndarray = field(default_factory=lambda: np.zeros(WARM_CAPACITY, np.int64))
+    tb: np.ndarray = field(default_factory=lambda: np.zeros(WARM_CAPACITY, np.int64))
+    store: np.ndarray = field(default_factory=lambda: np.zeros(1024, np.bool_))
+    meta: np.ndarray = field(default_factory=lambda: np.zeros(2, np.int64))
+    cwarm: tuple | None = None
+
+    def table(self) -> tuple:
+        """The warm-start table's arrays, in the kernels' argument order."""
+        return self.keys, self.used, self.ta, self.tb, self.store, self.meta
+
+    def set_table(self, keys, used, ta, tb, store) -> None:
+        """Keep the (possibly grown) table arrays a kernel returned."""
+        self.keys, self.used, self.ta, self.tb, self.store = keys, used, ta, tb, store
+
+    def copy(self) -> "SimData":
+        """A deep copy."""
+        return SimData(self.X_static.copy(), self.ext.copy(), *(a.copy() for a in self.table()),
+                       None if self.cwarm is None else tuple(a.copy() for a in self.cwarm))
+
+
 @dataclass
 class SimState:
-    """Everything that changes during a simulation (a value: copy it to save, assign it to restore)."""
+    """Everything that changes during a simulation (a value: copy it to save, assign it to restore).
+
+    ``data``: the simulator's data block (:class:`SimData`) when the state comes from
+    ``save_state`` (restoring it then replays the following steps bit for bit); None for a state
+    built by hand (restoring it keeps the simulator's data block)."""
 
     time: float
     c: np.ndarray          # (nb, 3) com positions (m), W
@@ -77,10 +140,12 @@ class SimState:
     broken: np.ndarray     # (nd,) breakaway DOFs that have broken away
     lock: np.ndarray       # (nd,) proximal joint value held by a broken-away DOF
     steps: int = 0
+    data: SimData | None = None
 
     def copy(self) -> "SimState":
         return SimState(self.time, self.c.copy(), self.q.copy(), self.v.copy(), self.joint_q.copy(),
-                        self.broken.copy(), self.lock.copy(), self.steps)
+                        self.broken.copy(), self.lock.copy(), self.steps,
+                        None if self.data is None else self.data.copy())
 
 
 @dataclass
@@ -95,6 +160,50 @@ class StepInfo:
     pivots: int = 0
     islands: int = 0
     timing: dict = field(default_factory=dict)
+
+
+@dataclass
+class Rollout:
+    """States after each step of :meth:`Simulator.rollout`: ``time`` (n,) s, coms ``c`` (n, nb, 3)
+    m and velocities ``v`` (n, nb, 6) [m/s; rad/s] in W, orientations ``q`` (n, nb, 4) (w, x, y, z),
+    joint values ``joint_q`` (n, nj) (rad or m)."""
+
+    time: np.ndarray
+    c: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    joint_q: np.ndarray
+
+
+@dataclass
+class _Move:
+    """Steps 1-3 of one step: trial coms ``c1`` (nb, 3) and orientations ``q1`` (nb, 4), poses
+    ``X`` (N, 4, 4), joint frames ``F`` and values ``jq``, the fraction of the step taken and its
+    length ``h`` (s), and the contacts found at the trial pose (False: step 4 must look)."""
+
+    c1: np.ndarray
+    q1: np.ndarray
+    X: np.ndarray
+    F: JointFrames
+    jq: np.ndarray
+    frac: float
+    h: float
+    contacts: object
+
+
+@dataclass
+class _Assembly:
+    """Steps 5-8 of one step: the DOF structure ``st``, the constraint rows, the hard rows' position
+    errors, friction coefficients, body wrenches ``k`` (nb, 6) and the joint rows' count."""
+
+    st: object
+    rows: Rows             # every row, in five consecutive kinds (see _island_kernel.solve_islands)
+    sizes: np.ndarray      # (5,) rows per kind
+    hard_err: np.ndarray
+    mu: np.ndarray
+    k: np.ndarray
+    n_joint_rows: int
+    carr: tuple            # the contacts as C-contiguous arrays (see Simulator._contact_arrays)
 
 
 class Simulator:
@@ -163,18 +272,34 @@ class Simulator:
         self.restitution_speed = number("restitution_speed", restitution_speed, 0.0, np.inf)
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
+        # per DOF: proximal and distal joint, distal/proximal ratio, their offsets (the clutch test)
+        nd_ = len(self.ds)
+        self._clutch = (np.array([j[0] for j in self.ds.joints], np.int64).reshape(nd_),
+                        np.array([j[-1] for j in self.ds.joints], np.int64).reshape(nd_),
+                        np.array([r[-1] / r[0] for r in self.ds.ratios], float).reshape(nd_),
+                        np.array([o[0] for o in self.ds.offsets], float).reshape(nd_),
+                        np.array([o[-1] for o in self.ds.offsets], float).reshape(nd_))
+        self._row_template = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in row_template(self.js))
+        # stand-ins of the compiled assembly's optional inputs (one argument type whatever is given)
+        self._no_cmd = np.zeros((6, len(self.ds)))
+        self._no_V = np.zeros((len(self.table), 6))
+        self._no_prev = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 3)),
+                         np.zeros((0, self.u + 2), np.bool_))
+        self._no_contacts = (np.zeros(0, np.int64), np.zeros(0, np.int64), *(np.zeros((0, 3)) for _ in range(4)),
+                             np.zeros(0))
         # None: the compiled island solver (with the project's Lemke); a callable: the reference
         # implementation of island.py with that LCP solver
         self._lemke = lemke
         nb = len(self.bodies)
-        self._X_static = world.body_poses()
+        # the data block (see SimData): everything else the step reads that changes
+        self._data = SimData(world.body_poses(), np.zeros((nb, 6)))
         self._com_L_all = self.table.com
         # initial state from the world's kinematic state
-        X0 = self._X_static[self.bodies.table_index]
+        X0 = self._data.X_static[self.bodies.table_index]
         R0 = X0[:, :3, :3]
         c0 = X0[:, :3, 3] + np.einsum("nij,nj->ni", R0, self.bodies.com_L)
         q0 = spatial.matrix_to_quat(R0) if nb else np.zeros((0, 4))
-        F = joint_frames(self.js, self._X_static)
+        F = joint_frames(self.js, self._data.X_static)
         jq = joint_values(self.js, F)
         # revolute values beyond +-pi come from the world's DOFs (unwrap against them)
         jq_world = self._world_joint_values()
@@ -183,13 +308,7 @@ class Simulator:
         nd = len(self.ds)
         self._state = SimState(0.0, c0, q0, np.zeros((nb, 6)), jq, np.zeros(nd, bool), np.zeros(nd))
         self.info = StepInfo()
-        self._ext = np.zeros((nb, 6))
         self._kinematic: dict[int, Callable] = {}
-        self._warm: dict = {}      # island (bodies, limit rows, contacts) -> last LCP basis (warm start)
-        self._level: dict = {}     # island bodies -> contact-compliance retry level that last worked
-        # last step's contacts and their LCP flags (basic normal, friction, lambda variables): a warm
-        # start for an island whose contact set changed (points matched by body pair and position)
-        self._cwarm = None
         # joint connectivity of dynamic bodies (islands grow from these components by contacts)
         slot = self.bodies.slot
         pj, cj = slot[self.js.parent], slot[self.js.child]
@@ -231,6 +350,11 @@ class Simulator:
         self.restore_state(value)
 
     @property
+    def _X_static(self) -> np.ndarray:
+        """(N, 4, 4) the data block's static poses (kinematic bases where their paths put them)."""
+        return self._data.X_static
+
+    @property
     def time(self) -> float:
         return self.state.time
 
@@ -251,15 +375,24 @@ class Simulator:
         return self.info.contact_impulse / self.info.h
 
     def save_state(self) -> SimState:
-        return self.state.copy()
+        """A copy of the state with the data block (warm starts, compliance levels, kinematic base
+        poses, pending external wrenches): restoring it replays the following steps bit for bit."""
+        st = self.state.copy()
+        st.data = self._data.copy()
+        return st
 
     def restore_state(self, state: SimState) -> None:
         """Make a copy of ``state`` current.  ValueError naming the field and body (and the state
         unchanged) unless it fits this simulator: a SimState with finite time, com positions c
         (nb, 3) m, velocities v (nb, 6), joint values (nj,) and locks (nd,), broken flags (nd,) and
         quaternions q (nb, 4) of norm within :data:`graspsim.spatial.UNIT_QUAT_TOL` of 1, which are
-        renormalised (those unit to 1e-12 are kept bit for bit, so a saved state replays exactly)."""
-        self._state = checked_state(self, state)
+        renormalised (those unit to 1e-12 are kept bit for bit, so a saved state replays exactly),
+        and a data block (``state.data``, see :class:`SimData`) that fits too, or None (the data
+        block is then kept)."""
+        st = checked_state(self, state)
+        if state.data is not None:
+            self._data = checked_data(self, state.data)
+        self._state = st
 
     def poses(self) -> np.ndarray:
         """(N, 4, 4) world poses of every body (table order: links, objects, obstacles)."""
@@ -329,7 +462,7 @@ class Simulator:
             V[b, 3:] = tw[3:]
             placed.append((b, X))
         for b, X in placed:      # only once every motion checked out
-            self._X_static[b] = X
+            self._data.X_static[b] = X
         return V
 
     def apply_external_force(self, body: str, point_W, force_W) -> None:
@@ -344,8 +477,8 @@ class Simulator:
         p = vector(f"point of the force on '{body}'", point_W, 3)
         X = self.poses()[i]
         com = X[:3, :3] @ self.table.com[i] + X[:3, 3]
-        self._ext[s, :3] += f
-        self._ext[s, 3:] += cross(p - com, f)
+        self._data.ext[s, :3] += f
+        self._data.ext[s, 3:] += cross(p - com, f)
 
     def sync_world(self) -> None:
         """Write the simulated state back into the world (DOF values and object poses)."""
@@ -374,6 +507,37 @@ class Simulator:
         for bi in range(len(self.world.description.bodies)):
             self.world.state.body_poses[bi] = X[nl + bi].copy()
 
+    def rollout(self, n_steps: int, controller=None) -> "Rollout":
+        """Run ``n_steps`` steps with a compiled controller and return the states after each step.
+
+        ``controller``: None, a :class:`~graspsim.control.PDController` (frozen as it is now: its
+        trajectories, gains and effort limits; see ``PDController.compiled``) or a
+        :class:`~graspsim.control.pd.CompiledPD`.  Its command is one compiled call per step, no
+        Python controller code runs; the states are those of ``n_steps`` calls of :meth:`step` with
+        the PDController.  A Python controller (anything else) is refused: use :meth:`step`.
+        ValueError for a bad ``n_steps`` (a whole number >= 0); SimulationError as :meth:`step`
+        (the states up to the failing step are kept, the rollout's record is lost)."""
+        from ..control.pd import CompiledPD, PDController
+
+        n = number("n_steps", n_steps, 0, 1e9)
+        if n != int(n):
+            raise ValueError(f"n_steps must be a whole number >= 0, got {n_steps!r}")
+        n = int(n)
+        if isinstance(controller, PDController):
+            controller = controller.compiled()
+        elif controller is not None and not isinstance(controller, CompiledPD):
+            raise ValueError(f"rollout needs a PDController, a CompiledPD or None, got {type(controller).__name__} "
+                             "(a Python controller runs through step())")
+        nb, nj = len(self.bodies), len(self.js)
+        out = Rollout(np.empty(n), np.empty((n, nb, 3)), np.empty((n, nb, 4)), np.empty((n, nb, 6)),
+                      np.empty((n, nj)))
+        for i in range(n):
+            self.step(controller)
+            s = self._state
+            out.time[i] = s.time
+            out.c[i], out.q[i], out.v[i], out.joint_q[i] = s.c, s.q, s.v, s.joint_q
+        return out
+
     def run(self, duration: float, controller=None, callback: Callable | None = None) -> None:
         """Step until ``time`` has advanced by ``duration`` (s, finite, >= 0); ``callback(sim)`` after each step."""
         duration = number("duration", duration, 0.0, np.inf)
@@ -385,26 +549,40 @@ class Simulator:
 
     # ------------------------------------------------------------------ the step
     def step(self, controller=None) -> StepInfo:
-        """Advance one time step (the ten steps of the paper's section 4)."""
-        import time as _t
+        """Advance one time step: the paper's ten steps (section 4) as named stages, each timed by
+        the stage timer when ``profile`` is on (:mod:`graspsim.dynamics.stages`)."""
+        timer = StageTimer(self.profile)
+        s, h = self.state, self.dt
+        self._check_steppable(s, h)
+        V = self._kinematic_velocities(s.time + h)          # prescribed base motion, at t + h
+        mv = self._move(s, h)                                # 1-3: move; first contact / limit instant
+        timer.mark("collision")
+        if mv.contacts is False:                             # 4: all contacts (unless 3 found them)
+            mv.contacts = self._find_contacts(mv.X)
+        timer.mark("contacts")
+        cmd = controller.command(self) if controller is not None else None   # 7: the controller's command
+        asm = self._assemble(s, mv, cmd, V, h)               # 5-8 and every constraint row
+        timer.mark("assembly")
+        v_new, c1, q1, impulses, sol = self._solve(s, mv, asm)   # 9-10: islands, LCPs, post-stabilisation
+        timer.mark("solve")
+        self._commit(s, mv, asm, cmd, v_new, c1, q1, impulses, sol, timer)
+        timer.mark("integration")
+        return self.info
 
-        tm = {} if self.profile else None
-        t0 = _t.perf_counter() if tm is not None else 0.0
-        s = self.state
-        h = self.dt
-        # the state's arrays can be changed in place: a NaN must not reach the collision search
-        # (it would not end), nor time stand still (run() would not end)
+    def _check_steppable(self, s: SimState, h: float) -> None:
+        """The state's arrays can be changed in place: a NaN must not reach the collision search (it
+        would not end), nor time stand still (run() would not end)."""
         if not (s.time + h > s.time and RK.all_finite(s.c, s.q, s.v)
                 and RK.all_finite(s.joint_q[None], s.lock[None], s.joint_q[None])):
             raise SimulationError(self._step_refusal(s, h))
-        # kinematic (prescribed-motion) bodies move to where their path puts them at the step's end
-        V = self._kinematic_velocities(s.time + h)
-        # 1-2: velocity-to-pose map and move all dynamic bodies with their current velocities
+
+    def _move(self, s: SimState, h: float) -> "_Move":
+        """Steps 1-3: velocity-to-pose map, move the dynamic bodies with their current velocities
+        (eq. 10-12), and cut the move at the first new contact or joint-limit crossing."""
         try:
             c1, q1 = RK.integrate(s.c, s.q, s.v, h)
         except ZeroDivisionError:     # a zero quaternion put into the state in place
             raise SimulationError(self._step_refusal(s, h)) from None
-        # 3: collision and joint-limit check; binary search for the first contact/limit instant
         X = self._poses(c1, q1)
         frac, contacts = self._first_impact_fraction(s, c1, q1, h, X)
         F, jq = self._joint_state(X, s.joint_q)
@@ -416,15 +594,50 @@ class Simulator:
             F, jq = self._joint_state(X, s.joint_q)
             contacts = False
         # a cut step advances at least H_FLOOR; a step the caller asked to be shorter, by itself
-        h_eff = max(frac * h, min(h, H_FLOOR))
-        if tm is not None:
-            tm["collision"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
-        # 4: find all contacts (already found at the trial pose when the move was small)
-        if contacts is False:
-            contacts = self._find_contacts(X)
-        if tm is not None:
-            tm["contacts"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
-        com_W = self._com_world(X)
+        return _Move(c1, q1, X, F, jq, frac, max(frac * h, min(h, H_FLOOR)), contacts)
+
+    def _assemble(self, s: SimState, mv: "_Move", cmd, V, h: float) -> "_Assembly":
+        """Steps 5-8 and every constraint row in one compiled call (``_rows_kernel.assemble``):
+        friction coefficients (eq. 13), external forces (gravity; the gyroscopic term comes with the
+        inertias), control forces and PD drive rows, joint friction (eq. 14), and the rows of joints
+        (eq. 7, 16), coupled DOFs, joint limits (eq. 9) and contacts (eq. 3-6, 19).  With restitution
+        on, the reference path (:meth:`_assemble_reference`)."""
+        if self.restitution:
+            return self._assemble_reference(s, mv, cmd, V, h)
+        st = self._structure(s.broken)
+        js, ds, F = self.js, self.ds, mv.F
+        carr = self._contact_arrays(mv.contacts)
+        A = command_array(cmd, ds.names) if cmd is not None else self._no_cmd
+        MS, MK = self._mu_tables()
+        rows_b, jac, rhs, comp, sizes, hard_err, mu, k, ne = RK.assemble(
+            mv.X, self._com_L_all, self.bodies.slot, self.bodies.mass, self.gravity, self._data.ext, s.v, mv.jq,
+            js.kind, js.parent, js.child, js.axis, F.o, F.o_c, F.R, F.R_c, F.axis, F.perp, *self._row_template,
+            self._joint_offsets, js.coulomb, st.P, st.drive_idx, st.drive_w, st.c_idx, st.c_coef, st.c_kappa,
+            st.c_dof, st.c_lock, st.c_hard, s.lock, ds.kp, ds.kd, self._viscous_idx, js.viscous, st.limit_cand,
+            st.lim_lo, st.lim_hi, st.lim_tol, cmd is not None, A, ds.effort, *carr, MS, MK, V is not None,
+            self._no_V if V is None else V, h, max(h, self._h_correction), self.gamma, self.threshold, self.u,
+            self.static_speed, LOCK_GAIN)
+        if len(mu) and math.isnan(mu.sum()):    # a material pair missing from the table: its lookup names it
+            i = int(np.flatnonzero(np.isnan(mu))[0])
+            self.world.description.materials.mu(self.table.materials[carr[0][i]], self.table.materials[carr[1][i]])
+        return _Assembly(st, Rows(rows_b, jac, rhs, comp), sizes, hard_err, mu, k, int(ne), carr)
+
+    def _contact_arrays(self, contacts) -> tuple:
+        """(body_a, body_b, point, normal, tangent1, tangent2, separation) of the contacts as
+        C-contiguous arrays (the kernels' layout; empty without contacts)."""
+        if contacts is None:
+            return self._no_contacts
+        i, f = (lambda a: np.ascontiguousarray(a, dtype=np.int64)), (lambda a: np.ascontiguousarray(a, dtype=float))
+        return (i(contacts.body_a), i(contacts.body_b), f(contacts.point), f(contacts.normal), f(contacts.tangent1),
+                f(contacts.tangent2), f(contacts.separation))
+
+    def _assemble_reference(self, s: SimState, mv: "_Move", cmd, V, h: float) -> "_Assembly":
+        """The numpy/Python reference of :meth:`_assemble` (and its path with restitution): friction coefficients (eq. 13), external forces
+        (gravity; the gyroscopic term comes with the inertias), control forces and PD drive rows,
+        joint friction (eq. 14), and the rows of joints (eq. 7, 16), coupled DOFs, joint limits
+        (eq. 9) and contacts (eq. 3-6, 19)."""
+        contacts, F, jq = mv.contacts, mv.F, mv.jq
+        com_W = self._com_world(mv.X)
         st = self._structure(s.broken)
         # one rate row per joint and a zero row (index nj) that pads DOFs with fewer joints
         js = self.js
@@ -434,19 +647,13 @@ class Simulator:
             rate_ext.const = np.concatenate([np.einsum("rc,rc->r", rj[:-1, 0], V[js.parent]) +
                                              np.einsum("rc,rc->r", rj[:-1, 1], V[js.child]), [0.0]])
             rates = rates + rate_ext.const[:-1]
-        # 5: friction coefficient per contact (eq. 13)
-        mu = self._friction_coefficients(contacts, s.v, com_W)
-        # 6: external forces: gravity and gyroscopic
-        k = self._external_forces()
-        # 7: control forces (explicit part) and drive rows (implicit PD part)
-        cmd = controller.command(self) if controller is not None else None
-        tau_joint, drive_rows = self._control(cmd, st, jq, rates, rate_ext, h)
-        # 8: joint friction (eq. 14): Coulomb explicit, viscous as implicit damping rows
-        tau_joint -= self.js.coulomb * np.sign(rates)
-        damp_rows = self._viscous_rows(rate_ext, h)
+        mu = self._friction_coefficients(contacts, s.v, com_W)                 # 5
+        k = self._external_forces()                                            # 6
+        tau_joint, drive_rows = self._control(cmd, st, jq, rates, rate_ext, h)  # 7
+        tau_joint -= self.js.coulomb * np.sign(rates)                          # 8: Coulomb explicit,
+        damp_rows = self._viscous_rows(rate_ext, h)                            # viscous implicit
         k += RK.joint_wrenches(js.kind, js.parent, js.child, self.bodies.slot, com_W, F.o, F.axis, tau_joint,
                                len(self.bodies))
-        # constraint rows: joints (eq. 7, 16), coupled DOFs, joint limits (eq. 9), contacts (eq. 3-6)
         eq = self._equality_rows(F, com_W, V)
         coup, hold = self._coupling_rows(st, rate_ext, jq, s, h)
         hard_err = np.concatenate([eq.rhs, coup.rhs])     # position errors (m, rad)
@@ -464,40 +671,45 @@ class Simulator:
                 r.rhs = r.rhs + r.constant()
         # rows by kind: hard equality, soft equality (drives, viscous friction), limits, normals, friction
         kinds = ((eq, coup), (drive_rows, damp_rows, hold), (limits,), (normals,), (frictions,))
-        if tm is not None:
-            tm["assembly"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
-        # 9: islands
-        labels, n_isl = self._islands(contacts)
-        # 10: per island: free step, equality system or mixed LCP
+        sizes = np.array([sum(len(b.rhs) for b in grp) for grp in kinds], np.int64)
+        return _Assembly(st, Rows.concat([b for grp in kinds for b in grp]), sizes, hard_err, mu, k, len(eq),
+                         self._contact_arrays(contacts))
+
+    def _solve(self, s: SimState, mv: "_Move", asm: "_Assembly"):
+        """Steps 9-10: islands; per island the free step (eq. 15), the equality system (eq. 17) or
+        the mixed LCP (eq. 18-21); then the post-stabilisation of the joints."""
+        labels, n_isl = self._islands(mv.contacts)
         # block inverse masses (m I, I_W at the new orientation), the gyroscopic term, M^-1 (M v + h k)
         try:    # the compiled kernels divide: overflowing numbers (a blow-up) end in a ZeroDivisionError
-            _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, q1, s.v, k, h_eff)
-            v_new, impulses, info = self._solve_islands(labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts)
-            if tm is not None:
-                tm["solve"] = _t.perf_counter() - t0; t0 = _t.perf_counter()
+            _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, mv.q1, s.v, asm.k, mv.h)
+            v_new, impulses, sol = self._solve_islands(labels, n_isl, Minv, a_over_M, asm, mv.contacts)
             # post-stabilisation of the joints: project the new positions back onto the constraints
-            c1, q1 = self._displace(c1, q1, info.pop("dx"))
+            c1, q1 = self._displace(mv.c1, mv.q1, sol.pop("dx"))
             # (jq is finite: it comes from finite poses unwrapped against the checked joint_q)
             finite = RK.all_finite(v_new, c1, q1)
         except ZeroDivisionError:
             finite = False
         if not finite:
-            raise SimulationError(f"non-finite numbers in the step at t = {s.time:.6f} s (h = {h_eff:.3g} s; "
+            raise SimulationError(f"non-finite numbers in the step at t = {s.time:.6f} s (h = {mv.h:.3g} s; "
                                   f"{self._fastest(s)}); the state before the step is kept")
-        if not s.time + h_eff > s.time:
-            raise SimulationError(f"a step of {h_eff:.3g} s does not advance the clock at t = {s.time!r} s "
+        sol["islands"] = n_isl
+        return v_new, c1, q1, impulses, sol
+
+    def _commit(self, s: SimState, mv: "_Move", asm: "_Assembly", cmd, v_new, c1, q1, impulses, sol, timer):
+        """The new state: breakaway DOFs updated, pending wrenches cleared, step info."""
+        if not s.time + mv.h > s.time:
+            raise SimulationError(f"a step of {mv.h:.3g} s does not advance the clock at t = {s.time!r} s "
                                   "(below its resolution); the state before the step is kept")
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
+        st = asm.st
         c_imp = np.zeros(len(st.c_idx))       # impulses of the coupling rows (none for the holds)
-        c_imp[st.c_hard] = info.pop("hard_impulse")[len(eq):]
-        broken, lock = self._update_breakaway(st, c_imp, h_eff, jq, cmd, s)
-        self._state = SimState(s.time + h_eff, c1, q1, v_new, jq, broken, lock, s.steps + 1)
-        self._ext[:] = 0.0
-        self.info = StepInfo(h=h_eff, fraction=frac, contacts=contacts, contact_impulse=impulses,
-                             lcp_sizes=info["lcp_sizes"], pivots=info["pivots"], islands=n_isl, timing=tm or {})
-        if tm is not None:
-            tm["integration"] = _t.perf_counter() - t0
-        return self.info
+        c_imp[st.c_hard] = sol["hard_impulse"][asm.n_joint_rows:]
+        broken, lock = self._update_breakaway(st, c_imp, mv.h, mv.jq, cmd, s)
+        self._state = SimState(s.time + mv.h, c1, q1, v_new, mv.jq, broken, lock, s.steps + 1)
+        self._data.ext[:] = 0.0
+        self.info = StepInfo(h=mv.h, fraction=mv.frac, contacts=mv.contacts, contact_impulse=impulses,
+                             lcp_sizes=sol["lcp_sizes"], pivots=sol["pivots"], islands=sol["islands"],
+                             timing=timer.result())
 
     # ------------------------------------------------------------------ input checks
     def _body_index(self, name: str) -> int:
@@ -552,8 +764,8 @@ class Simulator:
 
     def _poses(self, c: np.ndarray, q: np.ndarray) -> np.ndarray:
         if not len(c):
-            return self._X_static.copy()
-        return RK.place(self._X_static, self.bodies.table_index, c, q, self.bodies.com_L)
+            return self._data.X_static.copy()
+        return RK.place(self._data.X_static, self.bodies.table_index, c, q, self.bodies.com_L)
 
     def _com_world(self, X: np.ndarray) -> np.ndarray:
         return X[:, :3, 3] + np.einsum("nij,nj->ni", X[:, :3, :3], self._com_L_all)
@@ -575,7 +787,7 @@ class Simulator:
 
     def _structure(self, broken: np.ndarray):
         """Index arrays that depend only on which DOFs have broken away (cached per pattern)."""
-        key = tuple(bool(b) for b in broken)
+        key = np.asarray(broken, dtype=bool).tobytes()
         cache = self.__dict__.setdefault("_structure_cache", {})
         if key in cache:
             return cache[key]
@@ -589,7 +801,7 @@ class Simulator:
         limit_cand = (js.kind != 2) & np.isfinite(js.limits).any(axis=1)
         for d in range(nd):
             jidx, rat, off = ds.joints[d], ds.ratios[d], ds.offsets[d]
-            brk = key[d] and len(jidx) > 1
+            brk = bool(broken[d]) and len(jidx) > 1
             use, r_use = (jidx[-1:], rat[-1:]) if brk else (jidx, rat)
             w = r_use / float(r_use @ r_use)    # virtual work: tau_j = r_j tau / sum r^2
             P[d, use] = w
@@ -619,6 +831,8 @@ class Simulator:
         # coupling rows that stay hard (see _coupling_rows: holds of DOFs with gains are soft)
         S.c_hard = ~(S.c_lock & ((LOCK_GAIN * (self.ds.kp + self.ds.kd))[S.c_dof] > 0)) if len(S.c_dof) else \
             np.zeros(0, bool)
+        # coupling rows of breakaway DOFs (the clutch test of _update_breakaway)
+        S.brk_rows = np.flatnonzero(self.ds.breakaway[S.c_dof]) if len(S.c_dof) else np.zeros(0, np.int64)
         S.lim_lo, S.lim_hi = js.limits[S.limit_cand, 0], js.limits[S.limit_cand, 1]
         S.lim_tol = np.where(js.kind[S.limit_cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
         cache[key] = S
@@ -759,7 +973,7 @@ class Simulator:
     def _external_forces(self) -> np.ndarray:
         """Gravity and applied wrenches (nb, 6); the gyroscopic term is added with the inertias
         (``mass_terms``)."""
-        k = self._ext.copy()
+        k = self._data.ext.copy()
         k[:, :3] += self.bodies.mass[:, None] * self.gravity
         return k
 
@@ -847,24 +1061,20 @@ class Simulator:
         e = np.array([table.restitution_of(mats[a], mats[b]) for a, b in zip(contacts.body_a, contacts.body_b)])
         return np.where(vn < -self.restitution_speed, e * vn, 0.0)
 
-    def _matched_warm(self, contacts, cidx, nlim: int, radius: float = 2e-3):
+    def _matched_warm(self, contacts, cidx=None, nlim: int = 0, radius: float = MATCH_RADIUS):
         """A warm-start guess for an island whose contacts differ from last step's: each contact takes
         the LCP flags of last step's nearest contact between the same two bodies within ``radius`` (m),
         a new contact none (its w's basic), a joint limit none.  None when nothing matches.  Lemke
-        verifies whatever it is given, so a poor guess costs time, never correctness."""
-        if self._cwarm is None:
-            return None
-        pa, pb, pp, pf = self._cwarm
-        a, b, p = contacts.body_a[cidx], contacts.body_b[cidx], contacts.point[cidx]
-        d2 = ((p[:, None, :] - pp[None, :, :]) ** 2).sum(-1)
-        d2[(a[:, None] != pa[None, :]) | (b[:, None] != pb[None, :])] = np.inf
-        j = np.argmin(d2, axis=1)
-        hit = d2[np.arange(len(cidx)), j] <= radius * radius
-        if not hit.any():
-            return None
-        f = np.where(hit[:, None], pf[j], False)
-        u = self.u
-        return np.concatenate([np.zeros(nlim, np.bool_), f[:, 0], f[:, 1:1 + u].reshape(-1), f[:, 1 + u]])
+        verifies whatever it is given, so a poor guess costs time, never correctness.
+
+        With ``cidx`` None: what to match against (last step's contacts and flags, see
+        ``SimData.cwarm``), or None; the compiled solver matches them itself."""
+        if self._data.cwarm is None or cidx is None:
+            return self._data.cwarm
+        pa, pb, pp, pf = self._data.cwarm
+        g = IK._matched(pa, pb, pp, pf, contacts.body_a, contacts.body_b, np.ascontiguousarray(contacts.point),
+                        np.asarray(cidx, np.int64), nlim, self.u, radius)
+        return g if len(g) else None
 
     def _islands(self, contacts):
         """Step 9: islands = joint components merged by contacts between two dynamic bodies."""
@@ -874,16 +1084,46 @@ class Simulator:
             sa, sb = self.bodies.slot[contacts.body_a], self.bodies.slot[contacts.body_b]
         return RK.islands(self._comp, int(self._ncomp), sa, sb)
 
-    def _solve_islands(self, labels, n_isl, Minv, a_over_M, kinds, hard_err, mu, contacts):
-        """Step 10 for every island.  ``kinds``: row blocks grouped as (hard equality, soft equality,
-        joint limits, contact normals, friction directions)."""
+    def _describe_island(self, labels, isl: int) -> str:
+        slots = np.flatnonzero(labels == isl)
+        return f"island {isl} with bodies {', '.join(self.table.names[self.bodies.table_index[x]] for x in slots)}"
+
+    def _solve_islands(self, labels, n_isl, Minv, a_over_M, asm: "_Assembly", contacts):
+        """Step 10 for every island, in one compiled call (``_island_kernel.solve_islands``); rows
+        grouped by (island, kind) keeping their order, so friction rows stay contact-major and
+        equality rows hard-before-soft."""
+        if self._lemke is not None:
+            return self._solve_islands_reference(labels, n_isl, Minv, a_over_M, asm, contacts)
+        allr, sizes, hard_err, mu = asm.rows, asm.sizes, asm.hard_err, asm.mu
+        d = self._data
+        ca, cb, cp, cn, t1, t2, _ = asm.carr
+        prev = self._matched_warm(contacts)
+        if prev is None:
+            prev = self._no_prev
+        (status, bad, m, piv, v_new, impulses, hard_impulse, dx, cflags, sizes_isl, pivots,
+         *table) = IK.solve_islands(labels, n_isl, Minv, a_over_M, np.ascontiguousarray(allr.bodies),
+                                    np.ascontiguousarray(allr.jac), np.ascontiguousarray(allr.rhs, dtype=float),
+                                    allr.compliance(), sizes, np.ascontiguousarray(hard_err, dtype=float), mu,
+                                    ca, cb, cp, cn, t1, t2, self.u, self.contact_compliance, self.project_joints,
+                                    self.state.steps % 50 == 0, *d.table(), *prev, True, MATCH_RADIUS)
+        d.set_table(*table)
+        if status != IK.OK:
+            raise SimulationError(
+                f"the contact LCP could not be solved ({self._describe_island(labels, bad)}; LCP size {m}, no "
+                f"verified solution after {piv} pivots, also with contact compliance up to "
+                f"{self.contact_compliance * 1e4:.1e} and a diagonal regularisation)")
+        d.cwarm = None if contacts is None or not len(contacts) else (ca, cb, cp, cflags)
+        info = {"lcp_sizes": sizes_isl[sizes_isl > 0].tolist(), "pivots": int(pivots), "hard_impulse": hard_impulse,
+                "dx": dx}
+        return v_new, impulses, info
+
+    def _solve_islands_reference(self, labels, n_isl, Minv, a_over_M, asm: "_Assembly", contacts):
+        """Step 10 island by island with the numpy reference of :mod:`graspsim.dynamics.island` and
+        the LCP solver given as ``lemke`` (same warm-start table as the compiled path)."""
         nb = len(self.bodies)
         v_new = np.empty_like(a_over_M)
-        # every row in one block; rows grouped by (island, kind) keeping their order, so friction
-        # rows stay contact-major and equality rows hard-before-soft
-        sizes = [sum(len(b.rhs) for b in grp) for grp in kinds]
-        allr = Rows.concat([b for grp in kinds for b in grp])
-        row_order, rb = RK.partition_rows(allr.bodies, labels, np.array(sizes, np.int64), n_isl)
+        allr, sizes, hard_err, mu = asm.rows, asm.sizes, asm.hard_err, asm.mu
+        row_order, rb = IK.partition_rows(np.ascontiguousarray(allr.bodies), labels, sizes, n_isl)
         off_n = sizes[0] + sizes[1] + sizes[2]
         impulses = np.zeros((sizes[3], 3))
         hard_impulse = np.zeros(sizes[0])
@@ -892,13 +1132,7 @@ class Simulator:
         cflags = np.zeros((0 if contacts is None else len(contacts), self.u + 2), np.bool_)
         order = np.argsort(labels, kind="stable")
         bounds = np.searchsorted(labels[order], np.arange(n_isl + 1))
-        compiled = self._lemke is None
-        if compiled:
-            jac = np.ascontiguousarray(allr.jac)
-            bod = np.ascontiguousarray(allr.bodies)
-            rhs = np.ascontiguousarray(allr.rhs, dtype=float)
-            comp = allr.compliance()
-            herr = np.ascontiguousarray(hard_err, dtype=float)
+        d = self._data
         for isl in range(n_isl):
             slots = order[bounds[isl]:bounds[isl + 1]]
             r0 = rb[5 * isl]
@@ -908,65 +1142,46 @@ class Simulator:
             rows = [row_order[rb[5 * isl + j]:rb[5 * isl + j + 1]] for j in range(5)]
             e_rows, n_h = np.concatenate([rows[0], rows[1]]), len(rows[0])
             cidx = rows[3] - off_n
-            key_w = (tuple(slots.tolist()), len(rows[2]), len(cidx))
-            level = self._level.get(key_w[0], 0)
-            warm = self._warm.get(key_w)
-            if warm is None and len(cidx):
-                warm = self._matched_warm(contacts, cidx, len(rows[2]))
-            describe = lambda: (f"island {isl} with bodies "
-                                f"{', '.join(self.table.names[self.bodies.table_index[x]] for x in slots)}")
-            if compiled:
-                local = -np.ones(nb, np.int64)
-                local[slots] = np.arange(len(slots))
-                nv = 6 * len(slots)
-                m_max = len(rows[2]) + len(cidx) * (2 + self.u)
-                v_out, ce, z, basis, dxi = (np.empty(nv), np.empty(len(e_rows)), np.zeros(m_max),
-                                            np.zeros(m_max, np.bool_), np.empty(nv))
-                status, m, piv, lv = IK.solve_island(
-                    local, Minv[slots], a_over_M[slots].reshape(-1), bod, jac, rhs, comp, e_rows, n_h,
-                    rows[2], rows[3], rows[4], mu[cidx], self.u, self.contact_compliance, level, 3,
-                    warm if warm is not None else np.zeros(0, np.bool_), warm is not None,
-                    herr[rows[0]], self.project_joints, v_out, ce, z, basis, dxi)
-                if status != IK.OK:
-                    raise SimulationError(
-                        f"the contact LCP could not be solved ({describe()}; LCP size {m}, no verified "
-                        f"solution after {piv} pivots, also with contact compliance up to "
-                        f"{self.contact_compliance * 1e4:.1e} and a diagonal regularisation)")
-                z, basis = z[:m], basis[:m]
-                if self.project_joints and n_h:
-                    dx[slots] = dxi.reshape(-1, 6)
-            else:
-                Je = allr.select(e_rows).dense(slots, nb)
-                lim_r, nrm_r = allr.select(rows[2]), allr.select(rows[3])
-                Hl = np.concatenate([lim_r.dense(slots, nb), nrm_r.dense(slots, nb)], 1)
-                D = allr.select(rows[4]).dense(slots, nb) if len(rows[4]) else np.zeros((6 * len(slots), 0))
-                prob = IslandProblem(slots, Minv[slots], a_over_M[slots].reshape(-1), Je, allr.rhs[e_rows],
-                                     allr.compliance()[e_rows], Hl, np.concatenate([lim_r.rhs, nrm_r.rhs]),
-                                     len(lim_r), D, mu[cidx], self.u, self.contact_compliance)
-                sol = solve_island(prob, lemke=self._lemke, warm_start=warm, first_level=level, describe=describe)
-                v_out, ce, z, m, piv, lv = sol.v, sol.c_e, sol.z, sol.lcp_size, sol.pivots, getattr(sol, "level", 0)
-                basis = getattr(sol, "basis", None)
-                err = hard_err[rows[0]]
-                if self.project_joints and n_h and np.max(np.abs(err)) > 1e-13:
-                    dx[slots] = project_positions(Minv[slots], Je[:, :n_h], err).reshape(-1, 6)
+            key = IK.island_key(slots, len(rows[2]), len(cidx))
+            lkey = IK.island_key(slots, -1, -1)
+            level = int(IK.level_get(d.keys, d.used, d.ta, lkey))
+            warm = IK.warm_get(d.keys, d.used, d.ta, d.tb, d.store, key)
+            warm = warm if len(warm) else (self._matched_warm(contacts, cidx, len(rows[2])) if len(cidx) else None)
+            describe = lambda: self._describe_island(labels, isl)
+            Je = allr.select(e_rows).dense(slots, nb)
+            lim_r, nrm_r = allr.select(rows[2]), allr.select(rows[3])
+            Hl = np.concatenate([lim_r.dense(slots, nb), nrm_r.dense(slots, nb)], 1)
+            D = allr.select(rows[4]).dense(slots, nb) if len(rows[4]) else np.zeros((6 * len(slots), 0))
+            prob = IslandProblem(slots, Minv[slots], a_over_M[slots].reshape(-1), Je, allr.rhs[e_rows],
+                                 allr.compliance()[e_rows], Hl, np.concatenate([lim_r.rhs, nrm_r.rhs]),
+                                 len(lim_r), D, mu[cidx], self.u, self.contact_compliance)
+            sol = solve_island(prob, lemke=self._lemke, warm_start=warm, first_level=level, describe=describe)
+            v_out, ce, z, m, piv, lv = sol.v, sol.c_e, sol.z, sol.lcp_size, sol.pivots, getattr(sol, "level", 0)
+            basis = getattr(sol, "basis", None)
+            err = hard_err[rows[0]]
+            if self.project_joints and n_h and np.max(np.abs(err)) > 1e-13:
+                dx[slots] = project_positions(Minv[slots], Je[:, :n_h], err).reshape(-1, 6)
             if m:
-                self._warm[key_w] = basis
-                if len(cidx):
+                lv = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
+                b = np.zeros(m, np.bool_) if basis is None else np.asarray(basis, np.bool_)
+                d.set_table(*IK.table_put(d.keys, d.used, d.ta, d.tb, d.store, d.meta, key, b, lkey, lv))
+                if len(cidx) and basis is not None:
                     k, nl = len(cidx), len(rows[2])
                     cflags[cidx, 0] = basis[nl:nl + k]
                     cflags[cidx, 1:1 + self.u] = basis[nl + k:nl + k + k * self.u].reshape(k, self.u)
                     cflags[cidx, 1 + self.u] = basis[nl + k + k * self.u:nl + 2 * k + k * self.u]
-                # remember a softer level that was needed; relax back one level at a time
-                self._level[key_w[0]] = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
                 lcp_sizes.append(m)
                 pivots += piv
             v_new[slots] = v_out.reshape(-1, 6)
             if m and len(cidx):
-                impulses[cidx] = RK.contact_impulses(z, len(rows[2]), cidx, contacts.normal, contacts.tangent1,
-                                                     contacts.tangent2, self.u)
+                k, nl, u = len(cidx), len(rows[2]), self.u
+                ang = 2.0 * np.pi * np.arange(u) / u
+                beta = z[nl + k:nl + k + k * u].reshape(k, u)
+                impulses[cidx] = (z[nl:nl + k, None] * contacts.normal[cidx] + (beta @ np.cos(ang))[:, None]
+                                  * contacts.tangent1[cidx] + (beta @ np.sin(ang))[:, None] * contacts.tangent2[cidx])
             hard_impulse[rows[0]] = ce[:n_h]
-        self._cwarm = None if contacts is None or not len(contacts) else (
-            contacts.body_a, contacts.body_b, contacts.point, cflags)
+        d.cwarm = None if contacts is None or not len(contacts) else (
+            contacts.body_a, contacts.body_b, np.ascontiguousarray(contacts.point), cflags)
         info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
 
@@ -979,19 +1194,19 @@ class Simulator:
         """A breakaway DOF's coupling gives way when it transmits more than the breakaway torque; it
         re-couples when the DOF is commanded open and the distal is back at its coupled angle."""
         broken, lock = s.broken.copy(), s.lock.copy()
-        if not np.any(self.ds.breakaway) or not len(st.c_idx):
+        rows = st.brk_rows
+        if not len(rows):
             return broken, lock
-        for r in range(len(st.c_idx)):
-            d = st.c_dof[r]
-            if not self.ds.breakaway[d]:
-                continue
-            if st.c_lock[r]:
-                jidx, rat, off = self.ds.joints[d], self.ds.ratios[d], self.ds.offsets[d]
-                rho = rat[-1] / rat[0]
-                if cmd is not None and cmd.qd_ref[d] < 0 and jq[jidx[-1]] <= rho * jq[jidx[0]] + off[-1] - rho * off[0]:
-                    broken[d] = False
-            elif abs(coupling_impulse[r]) / h > self.ds.breakaway_torque[d]:
-                broken[d] = True
-                lock[d] = jq[self.ds.joints[d][0]]
+        d, held = st.c_dof[rows], st.c_lock[rows]
+        if cmd is not None and held.any():
+            dl = d[held]
+            prox, dist, rho, off0, off1 = (a[dl] for a in self._clutch)
+            back = (np.asarray(cmd.qd_ref, dtype=float)[dl] < 0) & (jq[dist] <= rho * jq[prox] + off1 - rho * off0)
+            broken[dl[back]] = False
+        gives = ~held & (np.abs(coupling_impulse[rows]) / h > self.ds.breakaway_torque[d])
+        if gives.any():
+            dg = d[gives]
+            broken[dg] = True
+            lock[dg] = jq[self._clutch[0][dg]]
         return broken, lock
 
