@@ -33,15 +33,17 @@ from .._jit import njit
 from ._kernel import (_all_finite, _equilibrate, _lu_factor, _lu_solve, _nonsingular_subset,
                       _principal_solve, _verify, solve as _lemke_solve)
 
-#: LCPs with at least this many rows go through block pivoting first (below: Lemke only).
-#: By measurement on the pile and grasp LCPs (docs/lcp.md, ``benchmarks/bench_lcp.py``).
+#: LCPs with at least this many rows go through block pivoting first (below: Lemke only).  The
+#: island solver does not call this module: on the 20-box drop it did not beat the warm-started
+#: Lemke (docs/lcp.md, "Large contact LCPs"); ``graspsim.lcp.solve_large`` exposes it.
 MIN_ROWS = 100
-#: factorisations allowed before Lemke takes over
-MAX_ITER = 12
+#: factorisations allowed before Lemke takes over (by measurement on the drop: more iterations
+#: rarely converge from a guess that is far off, and cost more than they save)
+MAX_ITER = 3
 #: full exchanges allowed without fewer wrong signs before single (Murty) exchanges
 BACKUP = 3
 #: Lemke runs cold when the warm guess's principal solution has more wrong signs than this times n
-COLD_ABOVE = 0.05
+COLD_ABOVE = 0.1
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
@@ -294,14 +296,17 @@ def _lemke_retries(M, q, warm, use_warm, z, w, zb, cert):
 def solve_stats(M, q, warm, use_warm, min_rows, max_iter, cold_above, z, w, zb, cert):
     """LCP(M, q) by block pivoting (n >= min_rows), then Lemke if that did not verify.
 
-    ``warm`` (bool, n) is the guess of the positive z's when ``use_warm`` (otherwise the rows with
-    q_i < 0).  Fills z, w, zb (basic z's: the next warm start) and cert as the Lemke kernel does.
+    ``warm`` (bool, n) is the guess of the positive z's when ``use_warm`` (block pivoting runs only
+    with a guess).  Fills z, w, zb (basic z's: the next warm start) and cert as the Lemke kernel does.
     Returns (status code of the Lemke kernel, Lemke pivots, factorisations of block pivoting,
     whether Lemke ran).  Lemke starts from ``warm``, or from the standard start when the warm guess's
     principal solution had more than ``cold_above * n`` wrong signs (or was singular): the warm
     run's setup (a dense basis of every guessed z) and pivots then cost more than a cold run."""
     n = q.shape[0]
-    if n < min_rows or not _all_finite(M, q):
+    uw = use_warm and warm.shape[0] == n
+    # without a guess, block pivoting from {q_i < 0} took 4-20 factorisations and mostly ended in
+    # Lemke anyway (measured on the pile's LCPs): Lemke alone
+    if n < min_rows or not uw or not _all_finite(M, q):
         code, piv = _lemke_retries(M, q, warm, use_warm, z, w, zb, cert)
         return code, piv, 0, True
     qmin = 0.0
@@ -322,16 +327,13 @@ def solve_stats(M, q, warm, use_warm, min_rows, max_iter, cold_above, z, w, zb, 
     s = 2.0 ** np.ceil(np.log2(s))
     for i in range(n):
         qs[i] /= s
-    guess = np.empty(n, dtype=np.bool_)
-    uw = use_warm and warm.shape[0] == n
-    for i in range(n):
-        guess[i] = warm[i] if uw else q[i] < 0.0
+    guess = warm.copy()
     best = np.empty(n, dtype=np.bool_)
     ok, nf, ninf0 = _bpp(M, q, D, s, qs, guess, max_iter, 1e-9, z, w, zb, best)
     if ok:
         return 0, 0, nf, False
-    cold = uw and ninf0 > cold_above * n
-    code, piv = _lemke_retries(M, q, warm, uw and not cold, z, w, zb, cert)
+    cold = ninf0 > cold_above * n
+    code, piv = _lemke_retries(M, q, warm, not cold, z, w, zb, cert)
     if code != 0 and cold:                            # the cold run failed: the warm one may not
         code, p2 = _lemke_retries(M, q, warm, True, z, w, zb, cert)
         piv += p2
@@ -340,8 +342,27 @@ def solve_stats(M, q, warm, use_warm, min_rows, max_iter, cold_above, z, w, zb, 
 
 @njit(cache=True)
 def solve_contact(M, q, warm, use_warm, z, w, zb, cert):
-    """The island solver's LCP call (same arguments and outputs as its Lemke retries): block
-    pivoting for LCPs of at least MIN_ROWS rows, Lemke below and as the fallback.  Returns
-    (status code, work) with work = Lemke pivots + block-pivoting factorisations."""
+    """A drop-in for the island solver's LCP call (same arguments and outputs as its Lemke
+    retries in ``dynamics/_island_kernel.py``): block pivoting for LCPs of at least MIN_ROWS rows,
+    Lemke below and as the fallback.  Returns (status code, work) with work = Lemke pivots +
+    block-pivoting factorisations.  Not switched on (docs/lcp.md)."""
     code, piv, nf, fell_back = solve_stats(M, q, warm, use_warm, MIN_ROWS, MAX_ITER, COLD_ABOVE, z, w, zb, cert)
     return code, piv + nf
+
+
+@njit(cache=True)
+def verify(M, q, z, tol):
+    """The Lemke kernel's verification of z for LCP(M, q) (its scaling, its tolerance rule):
+    returns (worst scaled violation, w = M z + q).  A solution passes with violation <= tol."""
+    n = q.shape[0]
+    w = np.empty(n)
+    D, finite = _equilibrate(M, 1)
+    s = 0.0
+    for i in range(n):
+        s = max(s, abs(D[i] * q[i]))
+    if s == 0.0:
+        for i in range(n):
+            w[i] = q[i]
+        return 0.0, w
+    s = 2.0 ** np.ceil(np.log2(s))
+    return _verify(M, q, z, w, D, s, tol), w
