@@ -3,6 +3,7 @@
 
   python benchmarks/capture_pile_lcps.py --out /tmp/pile_lcps.npz
   python benchmarks/capture_pile_lcps.py --out /tmp/pile_lcps.npz --test-set tests/data/pile_lcps.npz
+  taskset -c 0 python benchmarks/capture_pile_lcps.py --compare lemke,large,large-warm
 
 Runs the drop scene of ``benchmarks/peers/graspsim_grasp.py`` (same world, same time grid) with the
 reference island solver (``Simulator(lemke=hook)``: the LCP is formed by ``dynamics/island.py``, the
@@ -13,6 +14,11 @@ warm start the simulator offered, and the project's Lemke answer (z, basis, pivo
 The LCPs are stored sparse (row, column, value) since a pile's ``M`` is mostly zeros (contacts
 couple only through shared bodies).  ``--test-set`` also writes a small subset (``--n-test``
 LCPs spread over the captured times and sizes) for ``tests/test_lcp_large.py``.
+
+``--compare`` instead runs the whole drop once per solver, through the same reference path, with
+the solver's basis as the next step's warm start (the loop the simulator runs): ``lemke``,
+``large`` (``graspsim.lcp.solve_large`` with its defaults) or ``large-warm`` (never cold).  It
+prints the LCP CPU time, Lemke pivots, block-pivoting factorisations and the end state.
 """
 from __future__ import annotations
 
@@ -72,6 +78,7 @@ def main():
     ap.add_argument("--min-rows", type=int, default=100)
     ap.add_argument("--test-set", help="also write a small subset here (tests/data/...)")
     ap.add_argument("--n-test", type=int, default=10)
+    ap.add_argument("--compare", help="comma-separated solvers: lemke, large, large-warm")
     ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", "/work/shared/peers"))
     a = ap.parse_args()
     sys.path.insert(0, os.path.abspath(a.peers_dir))
@@ -82,6 +89,8 @@ def main():
     import graspsim
     from graspsim.lcp import lemke
 
+    if a.compare:
+        return compare(a, GG, graspsim)
     grid = sorted({round(float(t) / a.h) for t in a.times.split(",")})
     lcps, cur = [], {"k": -1}
 
@@ -119,6 +128,44 @@ def main():
         np.savez_compressed(a.test_set, **pack([lcps[i] for i in pick]))
         print(f"wrote {a.test_set} ({os.path.getsize(a.test_set) / 1e6:.2f} MB): "
               f"{[(lcps[i]['time'], lcps[i]['n']) for i in pick]}")
+
+
+def compare(a, GG, graspsim):
+    """The drop once per solver (see the module docstring)."""
+    import time
+    from graspsim.lcp import lemke, solve_large
+    solvers = {"lemke": lambda M, q, ws: lemke(M, q, warm_start=ws),
+               "large": lambda M, q, ws: solve_large(M, q, warm_start=ws),
+               "large-warm": lambda M, q, ws: solve_large(M, q, warm_start=ws, cold_above=2.0)}
+    n_steps = round(2.0 / a.h)
+    with tempfile.TemporaryDirectory(prefix="graspsim_compare_") as tmp:
+        path = GG.write_world(tmp, "drop", a.h, a.n_boxes)
+        for name in a.compare.split(","):
+            f = solvers[name]
+            acc = {"cpu": 0.0, "calls": 0, "pivots": 0, "fact": 0}
+
+            def hook(M, q, warm_start=None):
+                c0 = time.process_time()
+                r = f(M, q, warm_start)
+                acc["cpu"] += time.process_time() - c0
+                acc["calls"] += 1
+                acc["pivots"] += r.pivots
+                acc["fact"] += r.factorizations
+                return r
+
+            sim = graspsim.Simulator(graspsim.load_world(path), dt=a.h, lemke=hook)
+            c0, calls = time.process_time(), 0
+            for k in range(n_steps):
+                calls += GG.advance(sim, None, a.h, k)
+            total = time.process_time() - c0
+            boxes = [f"box{k}" for k in range(a.n_boxes)]
+            vmax = max(float(np.linalg.norm(sim.body_velocity(b)[:3])) for b in boxes)
+            zmax = max(float(sim.body_pose(b)[2, 3]) for b in boxes)
+            print(f"{name:10s}: step loop CPU {total:6.2f} s, LCP CPU {acc['cpu']:6.2f} s, "
+                  f"{acc['calls']} LCPs, Lemke pivots {acc['pivots']}, factorisations "
+                  f"{acc['fact']}, sub-steps {calls - n_steps}; end: max speed {vmax:.1e} m/s, "
+                  f"top box z {zmax:.4f} m", flush=True)
+            print("   ", os.popen("uptime").read().strip())
 
 
 if __name__ == "__main__":
