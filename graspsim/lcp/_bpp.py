@@ -216,11 +216,18 @@ def _terms_small(M, q, z, D, s, tol):
     ends in a ray there.  (Found by test_lcp_large's infeasible families.)"""
     n = q.shape[0]
     lim = tol / ((n + 1) * 2.220446049250313e-16)
+    nz = np.empty(n, dtype=np.int64)
+    m = 0
+    for j in range(n):
+        if z[j] != 0.0:
+            nz[m] = j
+            m += 1
     for i in range(n):
         mag = abs(q[i])
-        for j in range(n):
-            if z[j] != 0.0:
-                mag += abs(M[i, j] * z[j])
+        Mi = M[i]
+        for t in range(m):
+            j = nz[t]
+            mag += abs(Mi[j] * z[j])
         if mag * D[i] > lim * s:
             return False
     return True
