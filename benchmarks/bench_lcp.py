@@ -15,7 +15,12 @@ Pins itself to one core (like ``taskset -c 0``) when the OS allows, then:
    feasibility by an LP for anything not solved), then median / p95 / max
    solve times, wall clock and process CPU time;
 3. time per pivot for dense random problems of n = 20, 60, 120;
-4. Murty's exponential problem (n = 16, 65536 pivots) and warm starts.
+4. Murty's exponential problem (n = 16, 65536 pivots) and warm starts;
+5. large contact LCPs: the islands captured from the peers' 20-box drop
+   (``--pile``, default ``tests/data/pile_lcps.npz``; a bigger set from
+   ``benchmarks/capture_pile_lcps.py``), Lemke from the simulator's warm
+   start against ``solve_large`` (block principal pivoting, then Lemke): CPU
+   time, pivots, factorisations, every answer checked.
 
 The per-problem time is the minimum over a few repetitions (the machine may
 be shared); CPU time (time.process_time) is reported alongside wall time.
@@ -36,7 +41,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from graspsim.lcp import lemke  # noqa: E402
+from graspsim.lcp import lemke, solve_large  # noqa: E402
 from graspsim.lcp.problems import box_on_plane, contact_corpus, murty  # noqa: E402
 
 
@@ -115,6 +120,9 @@ def main():
     ap.add_argument("--count", type=int, default=None, help="corpus size (default 480)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-compile", action="store_true", help="skip the compile-time runs")
+    ap.add_argument("--pile", default=str(ROOT / "tests" / "data" / "pile_lcps.npz"),
+                    help="captured pile LCPs (benchmarks/capture_pile_lcps.py)")
+    ap.add_argument("--large-only", action="store_true", help="only the large-LCP section")
     args = ap.parse_args()
     count = args.count or (120 if args.quick else 480)
 
@@ -124,6 +132,8 @@ def main():
         for k, (tw, tc) in compile_times().items():
             print(f"import + first call, {k:25s}: wall {tw:7.3f} s, CPU {tc:7.3f} s")
     lemke(np.array([[2.0, 1.0], [1.0, 2.0]]), np.array([-5.0, -6.0]))   # load the kernel
+    if args.large_only:
+        return large_lcps(args.pile, args.reps)
 
     # ---- contact corpus -------------------------------------------------
     corpus = contact_corpus(count, seed=2024)
@@ -193,7 +203,32 @@ def main():
         prev = r
     print(f"warm start (sliding box, n=40, 40 steps): accepted {acc}/40, "
           f"median {np.median(tw_):.1f} us vs cold {np.median(tc_):.1f} us")
-    return 1 if wrong else 0
+    return max(1 if wrong else 0, large_lcps(args.pile, args.reps))
+
+
+def large_lcps(path, reps):
+    """Section 5: the pile's LCPs, Lemke (warm, as the simulator used to call it) vs solve_large."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from capture_pile_lcps import unpack
+    lcps = unpack(path)
+    solve_large(lcps[0]["M"], lcps[0]["q"], warm_start=lcps[0]["warm"])   # load the kernel
+    print(f"\nlarge contact LCPs ({path}): {len(lcps)} LCPs, n = "
+          f"{min(d['n'] for d in lcps)}..{max(d['n'] for d in lcps)}, CPU us (min of {reps})")
+    print("   t [s]    n | Lemke: pivots refact.     us | solve_large: factor. pivots     us")
+    tot = np.zeros(2)
+    bad = 0
+    for d in lcps:
+        M, q, ws = d["M"], d["q"], d["warm"]
+        rl, _, tl = time_call(lambda: lemke(M, q, warm_start=ws), reps)
+        rb, _, tb = time_call(lambda: solve_large(M, q, warm_start=ws), reps)
+        for r in (rl, rb):
+            bad += not (r.status == "solved" and check_solution(M, q, r.z))
+        tot += (tl, tb)
+        print(f"  {d['time']:6.3f} {d['n']:4d} |       {rl.pivots:6d} {rl.refactorizations:7d} "
+              f"{tl * 1e6:6.0f} |              {rb.factorizations:6d} {rb.pivots:6d} {tb * 1e6:6.0f}")
+    print(f"  total CPU: Lemke {tot[0] * 1e3:.2f} ms, solve_large {tot[1] * 1e3:.2f} ms; "
+          f"unverified answers: {bad}")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

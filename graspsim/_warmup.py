@@ -46,6 +46,7 @@ GROUPS = {
     "dynamics/_rows_kernel.py": "rows",
     "dynamics/_island_kernel.py": "island",
     "lcp/_kernel.py": "island",
+    "lcp/_bpp.py": "island",
     "grasp/_hull.py": "hull",
     "rigidbody/_kernels.py": "rigidbody",
 }

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["lemke", "LCPResult", "STATUSES"]
+__all__ = ["lemke", "solve_large", "LCPResult", "STATUSES"]
 
 STATUSES = ("solved", "ray", "max_pivots", "numerical")
 _STATUS_NAMES = {0: "solved", 1: "ray", 2: "max_pivots", 3: "numerical"}
@@ -73,6 +73,8 @@ class LCPResult:
                   without certificate and robust re-runs were made.
     refactorizations: dense refactorisations of the basis made by the
                   accuracy monitor.
+    factorizations: principal-block factorisations of block principal
+                  pivoting (:func:`solve_large`; 0 for :func:`lemke`).
     """
 
     z: np.ndarray
@@ -85,6 +87,7 @@ class LCPResult:
     warm_started: bool = False
     retried: bool = False
     refactorizations: int = 0
+    factorizations: int = 0
 
     @property
     def solved(self) -> bool:
@@ -243,3 +246,50 @@ def lemke(M, q, *, max_pivots=None, warm_start=None, d=None, tol=1e-9,
     return LCPResult(z, w, _STATUS_NAMES[code], pivots, zb, res,
                      cert if (code == 1 and has_cert) else None,
                      warm_used, retried, nref)
+
+
+def solve_large(M, q, *, warm_start=None, min_rows=None, max_iter=None,
+                cold_above=None) -> LCPResult:
+    """Solve LCP(M, q) as the simulator does for large contact LCPs: block
+    principal pivoting from ``warm_start`` (at most ``max_iter``
+    factorisations of the guessed principal block), then, if that gave no
+    verified solution, :func:`lemke` with its retries (from the warm start,
+    or cold when the guess's first solution had more than ``cold_above * n``
+    wrong signs).  Without a warm start, or below ``min_rows`` rows, it is
+    :func:`lemke`.  Defaults: ``graspsim.lcp._bpp`` ``MIN_ROWS``,
+    ``MAX_ITER``, ``COLD_ABOVE``.
+
+    A "solved" verdict passed the same verification as :func:`lemke`'s
+    (default ``tol`` 1e-9).  ``pivots`` counts Lemke's pivots only,
+    ``factorizations`` the block-pivoting solves.  ``refactorizations``,
+    ``retried`` and ``certificate`` are not reported (0 / False / None).
+    """
+    M, q = _as_matrix(M, q)
+    n = q.shape[0]
+    if warm_start is None:
+        wmask, use_warm = np.zeros(n, dtype=np.bool_), False
+    else:
+        wmask, use_warm = _warm_mask(warm_start, n), True
+    if n == 0:
+        return LCPResult(np.zeros(0), np.zeros(0), "solved", 0,
+                         np.zeros(0, dtype=np.bool_), 0.0)
+    import importlib
+    B = importlib.import_module(__name__ + "._bpp")
+    min_rows = B.MIN_ROWS if min_rows is None else int(min_rows)
+    max_iter = B.MAX_ITER if max_iter is None else int(max_iter)
+    cold_above = B.COLD_ABOVE if cold_above is None else float(cold_above)
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+    z, w = np.empty(n), np.empty(n)
+    zb = np.empty(n, dtype=np.bool_)
+    cert = np.empty(n)
+    code, piv, nf, _ = B.solve_stats(M, q, wmask, use_warm, min_rows, max_iter, cold_above,
+                                     z, w, zb, cert)
+    if code < 0:
+        raise ValueError("M and q must contain only finite numbers (found NaN or inf)")
+    if code != 0:
+        z[:] = 0.0
+        w[:] = q
+    res = B.verify(M, q, z, 1e-9)[0] if code == 0 else np.inf
+    return LCPResult(z, w, _STATUS_NAMES[code], int(piv), zb, float(res),
+                     factorizations=int(nf))
