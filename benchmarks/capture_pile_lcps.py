@@ -3,7 +3,7 @@
 
   python benchmarks/capture_pile_lcps.py --out /tmp/pile_lcps.npz
   python benchmarks/capture_pile_lcps.py --out /tmp/pile_lcps.npz --test-set tests/data/pile_lcps.npz
-  taskset -c 0 python benchmarks/capture_pile_lcps.py --compare lemke,large,large-warm
+  taskset -c 0 python benchmarks/capture_pile_lcps.py --compare lemke,large,large-cold
 
 Runs the drop scene of ``benchmarks/peers/graspsim_grasp.py`` (same world, same time grid) with the
 reference island solver (``Simulator(lemke=hook)``: the LCP is formed by ``dynamics/island.py``, the
@@ -17,7 +17,8 @@ LCPs spread over the captured times and sizes) for ``tests/test_lcp_large.py``.
 
 ``--compare`` instead runs the whole drop once per solver, through the same reference path, with
 the solver's basis as the next step's warm start (the loop the simulator runs): ``lemke``,
-``large`` (``graspsim.lcp.solve_large`` with its defaults) or ``large-warm`` (never cold).  It
+``large`` (``graspsim.lcp.solve_large`` with its defaults: Lemke from the warm guess when block
+pivoting does not finish) or ``large-cold`` (Lemke cold when over 10% of the guess is wrong).  It
 prints the LCP CPU time, Lemke pivots, block-pivoting factorisations and the end state.
 """
 from __future__ import annotations
@@ -78,7 +79,7 @@ def main():
     ap.add_argument("--min-rows", type=int, default=100)
     ap.add_argument("--test-set", help="also write a small subset here (tests/data/...)")
     ap.add_argument("--n-test", type=int, default=10)
-    ap.add_argument("--compare", help="comma-separated solvers: lemke, large, large-warm")
+    ap.add_argument("--compare", help="comma-separated solvers: lemke, large, large-cold")
     ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", "/work/shared/peers"))
     a = ap.parse_args()
     sys.path.insert(0, os.path.abspath(a.peers_dir))
@@ -136,7 +137,7 @@ def compare(a, GG, graspsim):
     from graspsim.lcp import lemke, solve_large
     solvers = {"lemke": lambda M, q, ws: lemke(M, q, warm_start=ws),
                "large": lambda M, q, ws: solve_large(M, q, warm_start=ws),
-               "large-warm": lambda M, q, ws: solve_large(M, q, warm_start=ws, cold_above=2.0)}
+               "large-cold": lambda M, q, ws: solve_large(M, q, warm_start=ws, cold_above=0.1)}
     n_steps = round(2.0 / a.h)
     with tempfile.TemporaryDirectory(prefix="graspsim_compare_") as tmp:
         path = GG.write_world(tmp, "drop", a.h, a.n_boxes)

@@ -46,8 +46,10 @@ MIN_ROWS = 100
 MAX_ITER = 3
 #: full exchanges allowed without fewer wrong signs before single (Murty) exchanges
 BACKUP = 3
-#: Lemke runs cold when the warm guess's principal solution has more wrong signs than this times n
-COLD_ABOVE = 0.1
+#: Lemke runs cold when the warm guess's principal solution has more wrong signs than this times n.
+#: Never by default: on single LCPs a cold run was often cheaper from a far guess, but in the
+#: drop's time loop its basis made worse warm starts (1.5x the pivots; docs/lcp.md)
+COLD_ABOVE = 2.0
 
 
 @njit(cache=True, fastmath={"reassoc", "contract"})
