@@ -55,9 +55,16 @@ class _Kernel(CPUDispatcher):
         return super().get_call_template(args, kws)
 
     def compile(self, sig):
+        # A signature the first job compiles with the same arrays in any layout ('A') serves this
+        # one too: compile (or load) that one, and let numba's dispatcher convert C -> A from now on
+        # (a safe conversion, resolved in C without coming back here).
+        general = _warmup.general_signature(self, sig)
         # load from the cache or compile, while no other process compiles this kernel's group
         with _warmup.exclusive(self):
-            return super().compile(sig)
+            entry = super().compile(general)
+        if general is not sig:
+            self.typingctx.install_possible_conversions(sig, general)
+        return entry
 
 
 class _HelperCache(_KernelCache):
