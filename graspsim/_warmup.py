@@ -1,11 +1,9 @@
 """Compile kernel groups in a helper process while the main process compiles the others (first run).
 
 numba compiles on one core.  On the first run (empty cache) the main process, at its first kernel
-compile, starts ``python -m graspsim._warmup warm simplify island hull``: a helper that compiles the
-contact-polygon reduction (first: the main process needs it soonest), the LCP / island-solver
-kernels and the grasp-quality hull search, with the argument types of the README's first job
-(:mod:`graspsim._kernel_manifest`), into numba's disk cache: about as much compile work as the
-main process's collision and constraint-row kernels plus the job itself.  Meanwhile the main process
+compile, starts ``python -m graspsim._warmup warm island hull``: a helper that compiles the LCP /
+island-solver kernels and the grasp-quality hull search, with the argument types of the README's
+first job (:mod:`graspsim._kernel_manifest`), into numba's disk cache.  Meanwhile the main process
 compiles collision and constraint-row kernels; when it reaches the island solver it loads it from the
 cache instead of compiling it.  The helper ends when done, or when the main process exits.
 
@@ -15,7 +13,7 @@ the imports).  numba's cache files of one function are not safe against two proc
 lock file for its duration (``exclusive``), in every process: a process that needs a kernel of a
 group that another process is compiling waits for it, then loads from the cache.  No locking (and no
 helper) where ``fcntl`` is missing.  ``GRASPSIM_WARMUP=0`` disables the helper
-(``GRASPSIM_WARMUP=simplify,island,hull`` is the default list of its groups).
+(``GRASPSIM_WARMUP=island,hull`` is the default list of its groups).
 
 ``python -m graspsim._warmup record`` runs the README's first job with an empty cache and rewrites
 the manifest.
@@ -50,7 +48,11 @@ GROUPS = {
     "grasp/_hull.py": "hull",
     "rigidbody/_kernels.py": "rigidbody",
 }
-HELPER_GROUPS = ("simplify", "island", "hull")      # what the helper compiles, in this order
+# What the helper compiles, in this order.  Balance measured with bench_first_run --trace
+# (2026-11-25, load 4.7, helpers linked only): main process 32 s of compile CPU (collision 19.6,
+# rows 10.6, polygon reduction 2.1) + 4 s of its own work; helper 33 s (island 23, hull 10) + 1 s,
+# starting ~2.5 s later.  With the polygon reduction in the helper, the helper finished 5 s last.
+HELPER_GROUPS = ("island", "hull")
 ENV = "GRASPSIM_WARMUP"                 # "0": no helper; or the groups it compiles, comma-separated
 MANIFEST_ENV = "GRASPSIM_KERNEL_MANIFEST"
 LOCK_WAIT = 600.0                       # s, longest wait for another process's compile of a group
