@@ -26,6 +26,7 @@ MESSAGE = "compiling graspsim kernels (first run on this machine; cached afterwa
 INTERVAL = 10.0         # s between plain progress lines
 BAR_INTERVAL = 0.5      # s between redraws of the terminal line
 RECORD_ENV = "GRASPSIM_RECORD_KERNELS"     # file to write this process's top-level compiles to (manifest)
+TRACE_ENV = "GRASPSIM_COMPILE_TRACE"       # file to append every top-level compile to (benchmarks)
 
 _lock = threading.RLock()
 
@@ -135,17 +136,45 @@ class _Listener(event.Listener):
 
         d = ev.data["dispatcher"]
         mine = is_kernel(d)
-        self.stack.append([d, ev.data["args"], int(mine)])
+        self.stack.append([d, ev.data["args"], int(mine), time.time(), time.thread_time()])
         if mine:
             _progress.compiled(1)
 
     def on_end(self, ev) -> None:
-        d, args, units = self.stack.pop()
+        d, args, units, t0, c0 = self.stack.pop()
+        f = d.py_func
         if self.stack:
             self.stack[-1][2] += units
-        elif units and os.environ.get(RECORD_ENV):
-            f = d.py_func
+            if os.environ.get(TRACE_ENV):   # a callee: graspsim's ("nested") or numba's own code (an @overload)
+                trace(kind="nested" if units else "library", kernel=f"{f.__module__}.{f.__qualname__}",
+                      sig=str(tuple(args)), units=units, t0=t0, t1=time.time(), cpu=time.thread_time() - c0)
+            return
+        if units and os.environ.get(RECORD_ENV):
             self.recorded.append((f.__module__, f.__qualname__, str(tuple(args)), units))
+        if os.environ.get(TRACE_ENV):
+            _trace(f, args, units, t0, time.time(), time.thread_time() - c0)
+
+
+def _trace(f, args, units: int, t0: float, t1: float, cpu: float) -> None:
+    """A top-level compile (graspsim's or numba's own, e.g. a ufunc loop): wall start and end (s
+    since the epoch), this thread's CPU seconds, kernels compiled with it."""
+    from . import _warmup
+
+    trace(kind="compile", kernel=f"{f.__module__}.{f.__qualname__}", sig=str(tuple(args)), units=units,
+          group=_warmup.group_of_function(f), t0=t0, t1=t1, cpu=cpu)
+
+
+def trace(**rec) -> None:
+    """Append ``rec`` with this process's id and role as a JSON line to ``GRASPSIM_COMPILE_TRACE``
+    (if set): how ``benchmarks/bench_first_run.py --trace`` sees where the first run's time goes."""
+    path = os.environ.get(TRACE_ENV)
+    if not path:
+        return
+    import json
+
+    rec = {"pid": os.getpid(), "role": "helper" if _progress.sink is not None else "main", **rec}
+    with open(path, "a") as fh:      # one short write per line: appends of two processes do not interleave
+        fh.write(json.dumps(rec) + "\n")
 
 
 _progress = _Progress()
@@ -157,6 +186,10 @@ def install() -> None:
     if not getattr(install, "done", False):
         install.done = True
         event.register("numba:compile", _listener)
+        if os.environ.get(TRACE_ENV):
+            import atexit
+
+            atexit.register(lambda: trace(kind="exit", t1=time.time(), cpu=time.process_time()))
         if os.environ.get(RECORD_ENV):
             import atexit
 

@@ -12,8 +12,9 @@ Every graspsim kernel is cached on disk (``cache=True`` is implied).  Two things
   works, through an uncached twin compiled with the wrapper.  Public kernels get the CPython
   wrapper only.
 
-A helper's cache entries carry a tag of their own, so an entry compiled without the wrapper is never
-loaded for a Python call.  Compiles report progress (:mod:`graspsim._compile`) and take their group's
+A helper's machine code is made only inside its callers (:mod:`graspsim._link_only`): its cache
+entry is LLVM bitcode for linking.  A helper's cache entries carry a tag of their own, so an entry
+compiled without the wrapper is never loaded for a Python call.  Compiles report progress (:mod:`graspsim._compile`) and take their group's
 inter-process lock (:mod:`graspsim._warmup`).  ``NUMBA_DISABLE_JIT=1`` returns the plain Python
 functions, as numba does.
 """
@@ -26,12 +27,13 @@ from numba.core import config, types
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 from numba.core.registry import CPUDispatcher
 
-from . import _compile, _warmup
+from . import _compile, _link_only, _warmup
 from ._numba_locator import PackageCacheLocator
 
 __all__ = ["njit", "is_kernel", "is_helper"]
 
 _compile.install()      # compile progress on stderr, before any kernel can compile
+_link_only.install()
 
 
 class _KernelCacheImpl(CompileResultCacheImpl):
@@ -46,6 +48,8 @@ class _KernelCache(FunctionCache):
 class _Kernel(CPUDispatcher):
     """A cached kernel; calls from other kernels are typed without literal values."""
 
+    graspsim_kernel = True
+
     def enable_caching(self):
         self._cache = _KernelCache(self.py_func)
 
@@ -55,13 +59,33 @@ class _Kernel(CPUDispatcher):
         return super().get_call_template(args, kws)
 
     def compile(self, sig):
+        # A signature the first job compiles with the same arrays in any layout ('A') serves this
+        # one too: compile (or load) that one, and let numba's dispatcher convert C -> A from now on
+        # (a safe conversion, resolved in C without coming back here).
+        general = _warmup.general_signature(self, sig)
+        new = isinstance(general, tuple) and general not in self.overloads
         # load from the cache or compile, while no other process compiles this kernel's group
-        with _warmup.exclusive(self):
-            return super().compile(sig)
+        with _warmup.exclusive(self), _link_only.compiling(isinstance(self, _Helper)):
+            entry = super().compile(general)
+        if new and not isinstance(self, _Helper) and general in self.overloads:
+            _link_only.bind_environments(self.overloads[general].library)
+        if general is not sig:
+            self.typingctx.install_possible_conversions(sig, general)
+        return entry
+
+
+class _HelperCacheImpl(_KernelCacheImpl):
+    def reduce(self, cres):
+        lib = cres.library
+        if getattr(lib, "graspsim_link_only", False):    # no machine code: save the bitcode
+            lib.serialize_using_object_code = lib.serialize_using_bitcode
+        return super().reduce(cres)
 
 
 class _HelperCache(_KernelCache):
     """Cache of a helper: its entries (no CPython wrapper) are keyed apart from a normal kernel's."""
+
+    _impl_class = _HelperCacheImpl
 
     def _index_key(self, sig, codegen):
         return super()._index_key(sig, codegen) + ("graspsim compiled-code helper",)
@@ -84,8 +108,20 @@ class _Helper(_Kernel):
         if self._twin is None:
             opts = {k: v for k, v in self.targetoptions.items()
                     if k not in ("nopython", "no_cpython_wrapper", "no_cfunc_wrapper")}
-            self._twin = numba.njit(**opts)(self.py_func)
+            self._twin = _Twin(py_func=self.py_func, locals={}, targetoptions={**opts, "nopython": True})
         return self._twin      # numba's dispatcher calls what this returns with the arguments
+
+
+class _Twin(CPUDispatcher):
+    """A helper's uncached twin with a CPython wrapper, for calls from Python."""
+
+    def compile(self, sig):
+        new = set(self.overloads)
+        entry = super().compile(sig)
+        for k, cres in self.overloads.items():
+            if k not in new:
+                _link_only.bind_environments(cres.library)
+        return entry
 
 
 def is_kernel(f) -> bool:

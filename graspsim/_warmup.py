@@ -50,7 +50,11 @@ GROUPS = {
     "grasp/_hull.py": "hull",
     "rigidbody/_kernels.py": "rigidbody",
 }
-HELPER_GROUPS = ("island", "hull")      # what the helper compiles, in this order
+# What the helper compiles, in this order.  Balance measured with bench_first_run --trace
+# (2026-11-25, load 4.7, helpers linked only): main process 32 s of compile CPU (collision 19.6,
+# rows 10.6, polygon reduction 2.1) + 4 s of its own work; helper 33 s (island 23, hull 10) + 1 s,
+# starting ~2.5 s later.  With the polygon reduction in the helper, the helper finished 5 s last.
+HELPER_GROUPS = ("island", "hull")
 ENV = "GRASPSIM_WARMUP"                 # "0": no helper; or the groups it compiles, comma-separated
 MANIFEST_ENV = "GRASPSIM_KERNEL_MANIFEST"
 LOCK_WAIT = 600.0                       # s, longest wait for another process's compile of a group
@@ -67,9 +71,14 @@ _kernels: list | None = None
 
 def group_of(dispatcher) -> str:
     """The group of a kernel (by its file inside the package); 'other' outside the table."""
+    return group_of_function(dispatcher.py_func)
+
+
+def group_of_function(f) -> str:
+    """The group of a kernel's Python function; 'other' outside the table."""
     try:
-        rel = Path(dispatcher.py_func.__code__.co_filename).resolve().relative_to(PACKAGE).as_posix()
-    except ValueError:
+        rel = Path(f.__code__.co_filename).resolve().relative_to(PACKAGE).as_posix()
+    except (ValueError, AttributeError):
         return "other"
     return GROUPS.get(rel, "other")
 
@@ -94,9 +103,14 @@ def _acquire(group: str) -> None:
             f = open(d / "locks" / f"{group}.lock", "a+b")
         except OSError:
             f = None
-    if f is not None and not _wait_lock(f):
-        f.close()
-        f = None
+    if f is not None:
+        t0 = time.time()
+        locked = _wait_lock(f)
+        if time.time() - t0 > 0.01:
+            _compile.trace(kind="wait", group=group, t0=t0, t1=time.time())
+        if not locked:
+            f.close()
+            f = None
     with _held_lock:
         _held[group] = [f, 1]
 
@@ -179,6 +193,44 @@ def _manifest() -> list:
 
             _kernels = KERNELS
     return _kernels
+
+
+_general: dict | None = None
+
+
+def _layout_free(have, want) -> bool:
+    """``want`` is ``have`` or the same array type in any layout ('A'): numba converts safely."""
+    from numba.core import types
+
+    return have == want or (isinstance(have, types.Array) and isinstance(want, types.Array)
+                            and want.layout == "A" and have.layout != "A" and have.dtype == want.dtype
+                            and have.ndim == want.ndim and have.mutable == want.mutable
+                            and have.aligned == want.aligned)
+
+
+def general_signature(dispatcher, sig):
+    """The manifest's signature of ``dispatcher`` that takes ``sig``'s arrays in any layout, if the
+    first job needs that one anyway; else ``sig`` itself.
+
+    A kernel called once with contiguous arrays and once with strided views (a column of a
+    record-like array) is then compiled once, for the strided case, instead of twice.
+    """
+    global _general
+    if not isinstance(sig, tuple) or not sig:
+        return sig
+    if _general is None:
+        _general = {}
+        for module, qualname, text, _ in _manifest():
+            if "'A'" in text:
+                try:
+                    _general.setdefault((module, qualname), []).append(parse_signature(text))
+                except Exception:       # a stale manifest: nothing to generalise
+                    pass
+    f = dispatcher.py_func
+    for g in _general.get((f.__module__, f.__qualname__), ()):
+        if g != sig and len(g) == len(sig) and all(_layout_free(a, b) for a, b in zip(sig, g)):
+            return g
+    return sig
 
 
 def manifest_units() -> int:

@@ -296,3 +296,81 @@ def test_manifest_names_existing_kernels():
         assert str(_warmup.parse_signature(sig)) == sig and units >= 1
     groups = {_warmup.group_of(getattr(importlib.import_module(m), q)) for m, q, _, _ in entries}
     assert set(_warmup.HELPER_GROUPS) <= groups
+
+
+LAYOUT = """
+import json, sys
+""" + COMPILE_LISTENER.replace('f.__module__.startswith("graspsim")', 'f.__module__ == "kmod2"') + """
+sys.path.insert(0, ".")
+import kmod2
+a = np.arange(12.0).reshape(4, 3)
+c, s = kmod2.colsum(a[:, 0].copy()), kmod2.colsum(a[:, 1])    # contiguous, then a strided view
+c2 = kmod2.colsum(a[:, 2].copy())
+print(json.dumps({"sums": [c, s, c2], "compiled": compiled,
+                  "sigs": [str(k) for k in kmod2.colsum.overloads]}))
+"""
+KMOD2 = """
+from graspsim._jit import njit
+@njit
+def colsum(x):
+    t = 0.0
+    for v in x:
+        t += v
+    return t
+"""
+
+
+def test_any_layout_signature_serves_contiguous_calls(tmp_path):
+    """The first job calls some kernels with contiguous arrays and with strided views of the same
+    dtype: the manifest's any-layout ('A') signature is compiled once and serves both."""
+    (tmp_path / "kmod2.py").write_text(KMOD2)
+    manifest = tmp_path / "manifest.py"
+    manifest.write_text("KERNELS = [('kmod2', 'colsum', \"(Array(float64, 1, 'A', False, aligned=True),)\", 1)]\n")
+    out, _ = _run(LAYOUT, _env(tmp_path / "cache", GRASPSIM_KERNEL_MANIFEST=str(manifest)), tmp_path)
+    assert out["sums"] == [0.0 + 3 + 6 + 9, 1.0 + 4 + 7 + 10, 2.0 + 5 + 8 + 11]
+    assert out["compiled"] == ["colsum"]
+    assert out["sigs"] == ["(Array(float64, 1, 'A', False, aligned=True),)"]
+    # without the manifest entry: numba's way, one signature per layout
+    manifest.write_text("KERNELS = []\n")
+    out, _ = _run(LAYOUT, _env(tmp_path / "cache2", GRASPSIM_KERNEL_MANIFEST=str(manifest)), tmp_path)
+    assert out["compiled"] == ["colsum", "colsum"] and len(out["sigs"]) == 2
+
+
+KMOD3 = """
+from graspsim._jit import njit
+@njit
+def _h(x, flag):
+    return x + 1.0 if flag else x - 1.0
+@njit
+def top(x):
+    y = float(x)
+    return 10.0 * _h(y, True) + _h(y, False)
+"""
+LINK_ONLY = """
+import json, sys
+sys.path.insert(0, ".")
+""" + COMPILE_LISTENER.replace('f.__module__.startswith("graspsim")', 'f.__module__ == "kmod3"') + """
+import kmod3
+top = kmod3.top(3) if sys.argv[1:] == ["int"] else kmod3.top(2.0)
+h = kmod3._h.overloads[next(iter(kmod3._h.overloads))].library
+t = kmod3.top.overloads[next(iter(kmod3.top.overloads))].library
+print(json.dumps({"top": top, "compiled": compiled, "h_link_only": getattr(h, "graspsim_link_only", False),
+                  "top_link_only": getattr(t, "graspsim_link_only", False)}))
+"""
+
+
+def test_helper_code_is_made_only_in_its_callers(tmp_path):
+    """A helper's library is linked into its callers without machine code of its own; its cache
+    entry (bitcode) serves a later compile of a caller for new argument types."""
+    (tmp_path / "kmod3.py").write_text(KMOD3)
+    env = _env(tmp_path / "cache")
+    out, _ = _run(LINK_ONLY, env, tmp_path)
+    assert out["top"] == 31.0 and out["h_link_only"] and not out["top_link_only"]
+    assert out["compiled"] == ["top", "_h"]
+    # a new caller signature (int argument): `top` compiles again, `_h` (float64, bool) comes from the
+    # cache as bitcode and is linked in: 10 * (3 + 1) + (3 - 1)
+    p = subprocess.run([sys.executable, "-c", LINK_ONLY, "int"], env=env, cwd=tmp_path, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["top"] == 42.0 and out["compiled"] == ["top"] and out["h_link_only"]

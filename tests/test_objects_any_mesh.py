@@ -105,7 +105,7 @@ def _write(p: Path, text: str) -> Path:
     ('<robot name="r">\n<link name="a">\n<inertial><mass value="0.1"/></inertial>\n</link>\n</robot>\n', 2,
      "link[a].collision", "missing <collision>"),
     ('<robot name="r">\n<link name="a">\n<collision><geometry>\n<mesh filename="nope.obj"/>\n</geometry></collision>'
-     '\n</link>\n</robot>\n', 4, "link[a].collision.geometry.mesh@filename", "mesh file not found"),
+     '\n</link>\n</robot>\n', 4, "link[a].collision.geometry.mesh@filename", "mesh 'nope.obj' not found (tried "),
     ('<robot name="r">\n<link name="a">\n<collision><geometry>\n<box size="0.1 0.1"/>\n</geometry></collision>'
      '\n</link>\n</robot>\n', 4, "link[a].collision.geometry.box@size", "expected 3 numbers"),
     ('<robot name="r">\n<link name="a">\n<inertial>\n<mass value="-1"/></inertial>\n'

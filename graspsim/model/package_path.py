@@ -14,7 +14,7 @@ Two kinds of names need a search:
   ``pybullet_data`` package (found without importing it).
 
 Nothing here raises: callers get the path or ``None`` plus the list of places tried, and report
-the problem with their own file and line.
+the problem with their own file and line (:func:`not_found` words it the same for robots and objects).
 """
 from __future__ import annotations
 
@@ -73,6 +73,14 @@ def resolve(name: str, model_file: str | Path) -> tuple[Path | None, list[Path]]
         if p.is_file():
             return p, tried
     return None, tried
+
+
+def not_found(name: str, tried: list[Path], shown: int = 4) -> str:
+    """The problem text for a mesh name that :func:`resolve` did not find: the name and the first
+    ``shown`` places tried (one line; the caller adds its file, line and field)."""
+    places = ", ".join(str(p) for p in tried[:shown]) + (f" and {len(tried) - shown} more" if len(tried) > shown else "")
+    return (f"mesh '{name}' not found (tried {places or 'nothing'}; "
+            "set GRASPSIM_PACKAGE_PATH for package:// names)")
 
 
 def data_package_path(name: str) -> Path | None:

@@ -1,7 +1,9 @@
 """A graspable object from a URDF with one link (e.g. pybullet_data's ``random_urdfs``).
 
 Read from the link: its ``<collision>`` geometry (``mesh`` with ``scale``, ``box``, ``sphere`` or
-``cylinder``) placed by the collision ``<origin>`` in the link frame (= the object's body frame),
+``cylinder``; mesh names ``package://PKG/...``, ``file://...``, absolute or relative, found as for a
+robot URDF by :mod:`.package_path`: the URDF's folder and its parents, ``GRASPSIM_PACKAGE_PATH``,
+``ROS_PACKAGE_PATH``) placed by the collision ``<origin>`` in the link frame (= the object's body frame),
 its ``<inertial>`` (mass; centre of mass and inertia from ``<origin>`` and ``<inertia>``), and the
 visual material's colour.  Mass: ``mass``/``density`` given by the caller win; else the URDF's
 ``<mass>``; else the default density (see :mod:`.mesh_object`).  A URDF inertia that is not a
@@ -24,6 +26,7 @@ from ..errors import ModelError
 from ..geometry import load_mesh_shape, make_primitive
 from .description import Inertial, Object
 from .mesh_object import DEFAULT_COLOR, DEFAULT_MATERIAL, _check_mass, _ro, inertial_for, mass_shape
+from .package_path import not_found, resolve
 
 __all__ = ["urdf_object"]
 
@@ -95,7 +98,7 @@ class _Ctx:
         return X
 
 
-def _shape(c: _Ctx, col: _El, fld: str, base: Path):
+def _shape(c: _Ctx, col: _El, fld: str):
     X = c.origin(col, fld)
     g = col.one("geometry")
     if g is None or not g.children:
@@ -106,14 +109,14 @@ def _shape(c: _Ctx, col: _El, fld: str, base: Path):
         fn = k.attrs.get("filename")
         if not fn:
             raise c.err(k, f"{gf}@filename", "missing attribute")
-        if fn.startswith("package://"):
-            raise c.err(k, f"{gf}@filename", f"'{fn}': package:// paths are not resolved; use a path "
-                        "relative to the URDF")
+        mesh, tried = resolve(fn, c.file)      # package://, file://, relative: as for robot URDFs
+        if mesh is None:
+            raise c.err(k, f"{gf}@filename", not_found(fn, tried))
         scale = c.floats(k, "scale", gf, 3, (1, 1, 1))
         if np.any(scale <= 0):
             raise c.err(k, f"{gf}@scale", f"scale must be > 0, got '{k.attrs['scale']}'")
         try:
-            return load_mesh_shape(base / fn.removeprefix("file://"), scale=scale, X_LS=X)
+            return load_mesh_shape(mesh, scale=scale, X_LS=X)
         except ModelError as e:
             raise c.err(k, f"{gf}@filename", e.problem + (f" ({e.file})" if e.file else "")) from None
     if k.tag == "box":
@@ -179,7 +182,7 @@ def urdf_object(path: str | Path, *, name: str | None = None, mass: float | None
     if len(cols) > 1:
         raise c.err(cols[1], f"{fld}.collision", f"{len(cols)} <collision> elements; one is supported "
                     "(merge them into one mesh)")
-    shape = _shape(c, cols[0], f"{fld}.collision", path.parent)
+    shape = _shape(c, cols[0], f"{fld}.collision")
     u_mass, u_com, u_I, _ = _urdf_inertial(c, link, fld)
     note = ""
     inertial = None
