@@ -71,9 +71,9 @@ class _NumbaDispatchers(event.Listener):
             _stack().pop()
 
 
-_orig_optimize = _codegen.CPUCodeLibrary._optimize_final_module
-_orig_finalize = _codegen.CPUCodeLibrary._finalize_final_module
-_orig_set_env = _codegen.JITCPUCodegen.set_env
+_orig_optimize = getattr(_codegen.CPUCodeLibrary, "_optimize_final_module", None)
+_orig_finalize = getattr(_codegen.CPUCodeLibrary, "_finalize_final_module", None)
+_orig_set_env = getattr(_codegen.JITCPUCodegen, "set_env", None)
 
 
 def _optimize_final_module(self) -> None:
@@ -102,6 +102,8 @@ def _set_env(self, env_name, env) -> None:
 def bind_environments(library) -> None:
     """Set the environment pointers of every function compiled into ``library`` (a public kernel's,
     just compiled), as numba's cache loader does for the environments a cached kernel references."""
+    if not ACTIVE:
+        return
     for gv in library._final_module.global_variables:
         if gv.name.startswith(_ENV_PREFIX):
             env = lookup_environment(gv.name)
@@ -116,11 +118,35 @@ def serialize(library):
     return library.serialize_using_object_code()
 
 
+#: numba versions whose code-library internals this module was written and tested against; with
+#: any other version graspsim compiles the usual way (correct, only slower to compile)
+TESTED_NUMBA = ("0.68",)
+#: True once :func:`install` patched numba
+ACTIVE = False
+
+
+def supported() -> bool:
+    """Does the installed numba have the internals :func:`install` patches (a tested version)?"""
+    import numba
+
+    if not numba.__version__.startswith(TESTED_NUMBA):
+        return False
+    need = ((_codegen.CPUCodeLibrary, ("_optimize_final_module", "_finalize_final_module",
+                                       "_finalize_dynamic_globals", "_verify_declare_only_symbols",
+                                       "serialize_using_bitcode", "serialize_using_object_code")),
+            (_codegen.JITCPUCodegen, ("set_env",)))
+    return all(hasattr(cls, name) for cls, names in need for name in names)
+
+
 def install() -> None:
-    """Patch numba's CPU code library (once)."""
+    """Patch numba's CPU code library (once; nothing with an untested numba, see :func:`supported`)."""
     if getattr(install, "done", False):
         return
     install.done = True
+    if not supported():
+        return
+    global ACTIVE
+    ACTIVE = True
     event.register("numba:compile", _NumbaDispatchers())
     _codegen.CPUCodeLibrary._optimize_final_module = _optimize_final_module
     _codegen.CPUCodeLibrary._finalize_final_module = _finalize_final_module

@@ -210,13 +210,11 @@ def _cull(P, ib, blo, bhi, m, carried, R, t, olo, ohi):
     return res
 
 
-_NO_R = np.eye(3)
-
-
 @njit(cache=True)
 def _cull_tris(P, ib, blo, bhi, m):
     """:func:`_cull` in ib's frame only."""
-    return _cull(P, ib, blo, bhi, m, False, _NO_R, (0.0, 0.0, 0.0), blo, bhi)
+    # a writable identity (not a global constant, which numba types read-only: a second compile of _cull)
+    return _cull(P, ib, blo, bhi, m, False, np.eye(3), (0.0, 0.0, 0.0), blo, bhi)
 
 
 @njit(cache=True)

@@ -741,7 +741,7 @@ def _principal_solve(M, D, qs, mask, z):
             S[r, c] = D[ir] * M[ir, ic] * D[ic]
             S0[r, c] = S[r, c]
     piv = np.empty(m, dtype=np.int64)
-    if not _lu_factor(S, piv):
+    if not _lu_factor(S, piv, 0.0):    # amin given: one compiled signature for every call
         return False
     sol = np.empty(m)
     for r in range(m):
