@@ -135,3 +135,24 @@ def test_collision_origin_and_scale_are_applied(package):
     np.testing.assert_allclose(obj.inertial.com, ref.center_mass, rtol=0, atol=1e-12)
     np.testing.assert_allclose(obj.inertial.inertia, ref.moment_inertia * DEFAULT_DENSITY, rtol=1e-9, atol=1e-15)
 
+
+
+def test_object_urdf_with_several_collision_elements(tmp_path):
+    """Each <collision> is one shape at its origin; mass properties are the two boxes' (analytic)."""
+    from graspsim.model.urdf_object import urdf_object
+
+    (tmp_path / "dumbbell.urdf").write_text("""<robot name="dumbbell"><link name="bar">
+  <collision><origin xyz="0.1 0 0"/><geometry><box size="0.04 0.04 0.04"/></geometry></collision>
+  <collision><origin xyz="-0.05 0 0"/><geometry><box size="0.02 0.02 0.02"/></geometry></collision>
+</link></robot>""")
+    o = urdf_object(tmp_path / "dumbbell.urdf", density=1000.0)
+    assert len(o.shapes) == 2
+    np.testing.assert_allclose([s.X_LS[0, 3] for s in o.shapes], [0.1, -0.05], atol=1e-15)
+    m1, m2 = 1000.0 * 0.04 ** 3, 1000.0 * 0.02 ** 3
+    assert o.inertial.mass == pytest.approx(m1 + m2, rel=1e-12)
+    cx = (m1 * 0.1 - m2 * 0.05) / (m1 + m2)
+    np.testing.assert_allclose(o.inertial.com, [cx, 0, 0], atol=1e-15)
+    # about the com: each cube's own (m a^2 / 6) plus the parallel-axis term along x
+    Iyy = m1 * 0.04 ** 2 / 6 + m2 * 0.02 ** 2 / 6 + m1 * (0.1 - cx) ** 2 + m2 * (0.05 + cx) ** 2
+    Ixx = m1 * 0.04 ** 2 / 6 + m2 * 0.02 ** 2 / 6
+    np.testing.assert_allclose(np.diag(o.inertial.inertia), [Ixx, Iyy, Iyy], rtol=1e-12)

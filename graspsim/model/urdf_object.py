@@ -25,7 +25,7 @@ from .. import spatial
 from ..errors import ModelError
 from ..geometry import load_mesh_shape, make_primitive
 from .description import Inertial, Object
-from .mesh_object import DEFAULT_COLOR, DEFAULT_MATERIAL, _check_mass, _ro, inertial_for, mass_shape
+from .mesh_object import DEFAULT_COLOR, DEFAULT_DENSITY, DEFAULT_MATERIAL, _check_mass, _ro, inertial_for, mass_shape
 from .package_path import not_found, resolve
 
 __all__ = ["urdf_object"]
@@ -96,6 +96,23 @@ class _Ctx:
         X[:3, :3] = spatial.rpy_to_matrix(rpy)
         X[:3, 3] = xyz
         return X
+
+
+def _shapes_inertial(shapes: tuple, *, mass: float | None, density: float | None) -> tuple[Inertial, str]:
+    """Uniform-density mass properties (kg, m, kg m^2; object frame) of the object's shapes taken as
+    disjoint (an open mesh counts with its convex hull, with a warning naming the file)."""
+    solids = tuple(mass_shape(s, stacklevel=4) for s in shapes)
+    if len(solids) == 1:
+        return inertial_for(solids[0], mass=mass, density=density)
+    from .urdf_robot import _shapes_mass_properties
+
+    m1, com, I1 = _shapes_mass_properties(solids, 1.0)     # at unit density
+    note = ""
+    if mass is None and density is None:
+        density = DEFAULT_DENSITY
+        note = f"mass from the default density {DEFAULT_DENSITY:g} kg/m^3 (give 'mass' or 'density')"
+    k = mass / m1 if mass is not None else density
+    return Inertial(float(m1 * k), _ro(com), _ro(I1 * k)), note
 
 
 def _shape(c: _Ctx, col: _El, fld: str):
@@ -179,20 +196,19 @@ def urdf_object(path: str | Path, *, name: str | None = None, mass: float | None
     cols = link.all("collision")
     if not cols:
         raise c.err(link, f"{fld}.collision", "missing <collision>: the object needs a collision shape")
-    if len(cols) > 1:
-        raise c.err(cols[1], f"{fld}.collision", f"{len(cols)} <collision> elements; one is supported "
-                    "(merge them into one mesh)")
-    shape = _shape(c, cols[0], f"{fld}.collision")
+    # every <collision> element is one of the object's shapes (mass properties: disjoint union)
+    shapes = tuple(_shape(c, col, f"{fld}.collision" if len(cols) == 1 else f"{fld}.collision[{i}]")
+                   for i, col in enumerate(cols))
     u_mass, u_com, u_I, _ = _urdf_inertial(c, link, fld)
     note = ""
     inertial = None
     if mass is not None or density is not None or u_mass is None:
         if need_mass or mass is not None or density is not None:
-            inertial, note = inertial_for(mass_shape(shape), mass=mass, density=density)
+            inertial, note = _shapes_inertial(shapes, mass=mass, density=density)
     elif u_I is not None:
         inertial = Inertial(u_mass, _ro(u_com), _ro(u_I))
     else:  # URDF mass, shape's distribution (its com: a com without an inertia is not worth keeping)
-        inertial, _ = inertial_for(mass_shape(shape), mass=u_mass, density=None)
+        inertial, _ = _shapes_inertial(shapes, mass=u_mass, density=None)
         note = "inertia from the shape at the URDF's mass (the URDF's inertia is not physical)"
     rgba = None
     vis = link.one("visual")
@@ -203,5 +219,5 @@ def urdf_object(path: str | Path, *, name: str | None = None, mass: float | None
         except ValueError:
             rgba = None
     nm = name or root.attrs.get("name") or link.attrs.get("name") or path.stem
-    return Object(nm, str(path), shape, inertial, material or DEFAULT_MATERIAL,
+    return Object(nm, str(path), shapes, inertial, material or DEFAULT_MATERIAL,
                   rgba if rgba and len(rgba) == 3 else DEFAULT_COLOR, mass_note=note)
