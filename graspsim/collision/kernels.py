@@ -920,34 +920,55 @@ def broadphase(X, pairs, lo, hi, valid, margin):
 
 
 @njit(cache=True)
-def pair_candidates(ia, ib, X, P, thr, C, C2):
+def _cyl_candidates(ia, ib, X, P, thr, C, C2):
+    """Candidates of a cylinder against a sphere or a polyhedron: (cnt, cnt2, handled); handled is
+    False for any other pair (then :func:`pair_candidates` goes on as without cylinders)."""
+    ka = P[P_KIND][ia]
+    kb = P[P_KIND][ib]
+    cnt = 0
+    cnt2 = 0
+    if ka == CYLINDER and kb == SPHERE:
+        return _cyl_sphere(ia, ib, X, P, thr, C, cnt, False), cnt2, True
+    if kb == CYLINDER and ka == SPHERE:
+        return _cyl_sphere(ib, ia, X, P, thr, C, cnt, True), cnt2, True
+    if ka == CYLINDER and (kb == BOX or kb == MESH):
+        cnt, cnt2 = _cyl_poly(ia, ib, X, P, thr, C, cnt, C2, cnt2, False)
+        return cnt, cnt2, True
+    if kb == CYLINDER and (ka == BOX or ka == MESH):
+        cnt, cnt2 = _cyl_poly(ib, ia, X, P, thr, C, cnt, C2, cnt2, True)
+        return cnt, cnt2, True
+    return cnt, cnt2, False
+
+
+@njit(cache=True)
+def pair_candidates(ia, ib, X, P, thr, C, C2, cyl=None):
     """All contact candidates of pair (ia, ib) into C; returns their number (may exceed len(C)).
 
     Edge/vertex contacts of sharp features (C2) count only when the pair has no face contact: a
     face contact's boundary would otherwise add spurious points with tilted normals.
+
+    ``cyl``: None (the default) when no shape of the world is a cylinder, True otherwise.  numba
+    prunes the ``cyl is not None`` branch from the None-typed compile, so worlds without a cylinder
+    never compile the cylinder routines (about 2 s); with None a cylinder would be taken for its
+    prism (callers pass True for worlds with one: ``CollisionModel._cyl``).
     """
     ka = P[P_KIND][ia]
     kb = P[P_KIND][ib]
     ra = ka == SPHERE or ka == CAPSULE
     rb = kb == SPHERE or kb == CAPSULE
-    pa = ka == BOX or ka == MESH
-    pb = kb == BOX or kb == MESH
     cnt = 0
     cnt2 = 0
-    if ra and rb:
+    done = False
+    if cyl is not None:
+        cnt, cnt2, done = _cyl_candidates(ia, ib, X, P, thr, C, C2)
+    if done:
+        pass
+    elif ra and rb:
         cnt = _round_round(ia, ib, X, P, thr, C, cnt)
-    elif ka == CYLINDER and kb == SPHERE:
-        cnt = _cyl_sphere(ia, ib, X, P, thr, C, cnt, False)
-    elif kb == CYLINDER and ka == SPHERE:
-        cnt = _cyl_sphere(ib, ia, X, P, thr, C, cnt, True)
     elif ra:
         cnt, cnt2 = _round_poly(ia, ib, X, P, thr, C, cnt, C2, cnt2, False)
     elif rb:
         cnt, cnt2 = _round_poly(ib, ia, X, P, thr, C, cnt, C2, cnt2, True)
-    elif ka == CYLINDER and pb:
-        cnt, cnt2 = _cyl_poly(ia, ib, X, P, thr, C, cnt, C2, cnt2, False)
-    elif kb == CYLINDER and pa:
-        cnt, cnt2 = _cyl_poly(ib, ia, X, P, thr, C, cnt, C2, cnt2, True)
     else:  # polyhedra (a cylinder against a cylinder: their prisms)
         cnt, cnt2, near_ab = _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, False, False)
         cnt, cnt2, near_ba = _poly_pass(ib, ia, X, P, thr, C, cnt, C2, cnt2, True, False)
@@ -967,14 +988,15 @@ def pair_candidates(ia, ib, X, P, thr, C, C2):
 
 
 @njit(cache=True)
-def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s):
+def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s,
+                    cyl=None):
     """Broad phase, candidates and reduction for every body pair.
 
     ``X`` (S, 4, 4) are the world poses of the shape frames; ``pairs`` (P, 2) are body pairs, each
     expanded to its shape pairs through the CSR arrays ``bstart``/``bcount`` (body i's shapes are
     bstart[i] .. bstart[i] + bcount[i]).  The candidates of all shape pairs of one body pair are
     reduced together (one region per body pair and normal: two boxes of a link on one face give one
-    polygon).  Outputs: see :func:`_write`.  Returns (number of contacts written (may exceed len(O_s):
+    polygon).  ``cyl``: see :func:`pair_candidates`.  Outputs: see :func:`_write`.  Returns (number of contacts written (may exceed len(O_s):
     call again with more room),
     largest candidate count of one shape pair or body pair (may exceed len(C): likewise)).
     """
@@ -989,7 +1011,7 @@ def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol
         if bcount[ia] == 1 and bcount[ib] == 1:   # one shape each (most bodies): no gathering
             if not _box_overlap(wlo[a0], whi[a0], wlo[b0], whi[b0], thr):
                 continue
-            m = pair_candidates(a0, b0, X, P, thr, C, C2)
+            m = pair_candidates(a0, b0, X, P, thr, C, C2, cyl)
             if m > worst:
                 worst = m
             if m > C.shape[0]:
@@ -1001,7 +1023,7 @@ def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol
             for sb in range(b0, b0 + bcount[ib]):
                 if not _box_overlap(wlo[sa], whi[sa], wlo[sb], whi[sb], thr):
                     continue
-                m = pair_candidates(sa, sb, X, P, thr, C, C2)
+                m = pair_candidates(sa, sb, X, P, thr, C, C2, cyl)
                 if m > worst:
                     worst = m
                 if m > C.shape[0]:
