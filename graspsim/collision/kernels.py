@@ -359,7 +359,23 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
                 seen[e - e0] = True
                 edges[ne_] = e
                 ne_ += 1
-    edges = np.sort(edges[:ne_])
+    # ascending (the edges are distinct: any sort gives the same order); a few by insertion, many
+    # by a scan of ``seen`` -- no library sort to compile on the first run
+    if ne_ <= 32:
+        for i in range(1, ne_):
+            e = edges[i]
+            j = i
+            while j > 0 and edges[j - 1] > e:
+                edges[j] = edges[j - 1]
+                j -= 1
+            edges[j] = e
+    else:
+        ne_ = 0
+        for j in range(seen.shape[0]):
+            if seen[j]:
+                edges[ne_] = e0 + j
+                ne_ += 1
+    edges = edges[:ne_]
     # ia's vertices on those edges, in ib's frame
     VA_ = np.empty((nv, 3))
     done = np.zeros(nv, np.bool_)
@@ -712,6 +728,34 @@ def _lexorder(uv, idx):
 
 
 @njit(cache=True)
+def _stable_order(C, m, col):
+    """Indices of rows 0..m-1 of C by increasing C[:, col], ties in row order: the permutation
+    of np.argsort(kind="mergesort") (any stable sort gives it), by a bottom-up merge sort written
+    out so that the first run compiles no library sort."""
+    a = np.empty(m, np.int64)
+    b = np.empty(m, np.int64)
+    for i in range(m):
+        a[i] = i
+    w = 1
+    while w < m:
+        for lo in range(0, m, 2 * w):
+            mid = min(lo + w, m)
+            hi = min(lo + 2 * w, m)
+            i = lo
+            j = mid
+            for o in range(lo, hi):
+                if i < mid and (j >= hi or C[a[i], col] <= C[a[j], col]):   # <=: left first (stable)
+                    b[o] = a[i]
+                    i += 1
+                else:
+                    b[o] = a[j]
+                    j += 1
+        a, b = b, a
+        w *= 2
+    return a
+
+
+@njit(cache=True)
 def _write(C, i, ia, ib, sa, sb, RS, O_ab, O_v, O_s, k):
     """Contact k from candidate row i of body pair (ia, ib): shapes (sa, sb), or RS[i] when sa < 0.
 
@@ -754,7 +798,7 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
     """
     if m == 0:
         return k
-    order = np.argsort(C[:m, 9], kind="mergesort")
+    order = _stable_order(C, m, 9)
     grp = np.empty(m, np.int64)
     gref = np.empty((m, 3))
     ng = 0
@@ -836,7 +880,10 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
                         break
             continue
         # monotone-chain convex hull, counter-clockwise, collinear points dropped
-        o = _lexorder(uv, np.arange(nk))
+        o = np.empty(nk, np.int64)    # 0..nk-1 (a loop, not np.arange: one library function fewer to compile)
+        for i in range(nk):
+            o[i] = i
+        o = _lexorder(uv, o)
         H = np.empty(2 * nk + 1, np.int64)
         h = 0
         for pas in range(2):

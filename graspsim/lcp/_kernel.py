@@ -85,7 +85,9 @@ def _lu_inverse(LU, piv):
     the identity at once (row operations on contiguous rows: vectorised)."""
     m = LU.shape[0]
     X = np.zeros((m, m))
-    perm = np.arange(m)
+    perm = np.empty(m, np.int64)    # identity (a loop, not np.arange: less first-run compile)
+    for i in range(m):
+        perm[i] = i
     for k in range(m):
         p = piv[k]
         if p != k:
