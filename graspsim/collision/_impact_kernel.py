@@ -161,12 +161,13 @@ def screen_pairs(X0, X_LS, pairs, lo, hi, vel, radius, moved, h, thr, T, lb):
 
 
 @njit(cache=True)
-def overlap_status(X0, X1, pairs, T, P, pen_tol, max_thr, C, C2):
+def overlap_status(X0, X1, pairs, T, P, pen_tol, max_thr, C, C2, cyl=None):
     """Does each pair (that failed :func:`screen_pairs`) end the move interpenetrating, and is that new?
 
     ``X0``, ``X1`` (N, 4, 4) *shape* poses at the start and the end of the move, ``pairs`` (m, 2),
     ``T`` (m,) their travel bounds (m), ``P`` the geometry pool tuple, ``pen_tol`` (m), ``C``, ``C2``
-    candidate buffers.  A pair apart at the start is at most T deep at the end, so the exact contact
+    candidate buffers, ``cyl`` see :func:`.kernels.pair_candidates`.  A pair apart at the start is
+    at most T deep at the end, so the exact contact
     kernel run with the threshold T sees its whole overlap (exact up to ``max_thr``).  Returns per
     pair: 0 no overlap deeper than pen_tol at the end, 1 a new one, 2 one that was there at the start,
     3 undecided (T beyond ``max_thr``, or more candidates than the buffers hold: ask FCL).
@@ -179,7 +180,7 @@ def overlap_status(X0, X1, pairs, T, P, pen_tol, max_thr, C, C2):
         if not t <= max_thr:
             out[p] = 3
             continue
-        m = pair_candidates(a, b, X1, P, t, C, C2)
+        m = pair_candidates(a, b, X1, P, t, C, C2, cyl)
         if m > C.shape[0]:
             out[p] = 3
             continue
@@ -189,7 +190,7 @@ def overlap_status(X0, X1, pairs, T, P, pen_tol, max_thr, C, C2):
         if s >= -pen_tol:
             out[p] = 0
             continue
-        m = pair_candidates(a, b, X0, P, t, C, C2)
+        m = pair_candidates(a, b, X0, P, t, C, C2, cyl)
         if m > C.shape[0]:
             out[p] = 3
             continue

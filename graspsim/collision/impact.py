@@ -183,7 +183,7 @@ def _check_fast_pairs(model, X0, X1, pairs, T, thick, move, thr) -> float:
         sp = np.ascontiguousarray(model._bstart[pairs[one]])
         d = model.data
         status[one] = overlap_status(model.shape_poses(X0), model.shape_poses(X1), sp, np.ascontiguousarray(Tk[one]),
-                                     model._P, model.pen_tol, MAX_THRESHOLD, d.C, d.C2)
+                                     model._P, model.pen_tol, MAX_THRESHOLD, d.C, d.C2, model._cyl)
     cand = [(int(i), int(j)) for i, j in pairs]
     new = [p for p, st in zip(cand, status.tolist()) if st == 1]
     ended = {p for p, st in zip(cand, status.tolist()) if st in (1, 2)}

@@ -359,7 +359,23 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
                 seen[e - e0] = True
                 edges[ne_] = e
                 ne_ += 1
-    edges = np.sort(edges[:ne_])
+    # ascending (the edges are distinct: any sort gives the same order); a few by insertion, many
+    # by a scan of ``seen`` -- no library sort to compile on the first run
+    if ne_ <= 32:
+        for i in range(1, ne_):
+            e = edges[i]
+            j = i
+            while j > 0 and edges[j - 1] > e:
+                edges[j] = edges[j - 1]
+                j -= 1
+            edges[j] = e
+    else:
+        ne_ = 0
+        for j in range(seen.shape[0]):
+            if seen[j]:
+                edges[ne_] = e0 + j
+                ne_ += 1
+    edges = edges[:ne_]
     # ia's vertices on those edges, in ib's frame
     VA_ = np.empty((nv, 3))
     done = np.zeros(nv, np.bool_)
@@ -712,6 +728,34 @@ def _lexorder(uv, idx):
 
 
 @njit(cache=True)
+def _stable_order(C, m, col):
+    """Indices of rows 0..m-1 of C by increasing C[:, col], ties in row order: the permutation
+    of np.argsort(kind="mergesort") (any stable sort gives it), by a bottom-up merge sort written
+    out so that the first run compiles no library sort."""
+    a = np.empty(m, np.int64)
+    b = np.empty(m, np.int64)
+    for i in range(m):
+        a[i] = i
+    w = 1
+    while w < m:
+        for lo in range(0, m, 2 * w):
+            mid = min(lo + w, m)
+            hi = min(lo + 2 * w, m)
+            i = lo
+            j = mid
+            for o in range(lo, hi):
+                if i < mid and (j >= hi or C[a[i], col] <= C[a[j], col]):   # <=: left first (stable)
+                    b[o] = a[i]
+                    i += 1
+                else:
+                    b[o] = a[j]
+                    j += 1
+        a, b = b, a
+        w *= 2
+    return a
+
+
+@njit(cache=True)
 def _write(C, i, ia, ib, sa, sb, RS, O_ab, O_v, O_s, k):
     """Contact k from candidate row i of body pair (ia, ib): shapes (sa, sb), or RS[i] when sa < 0.
 
@@ -754,7 +798,7 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
     """
     if m == 0:
         return k
-    order = np.argsort(C[:m, 9], kind="mergesort")
+    order = _stable_order(C, m, 9)
     grp = np.empty(m, np.int64)
     gref = np.empty((m, 3))
     ng = 0
@@ -836,7 +880,10 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
                         break
             continue
         # monotone-chain convex hull, counter-clockwise, collinear points dropped
-        o = _lexorder(uv, np.arange(nk))
+        o = np.empty(nk, np.int64)    # 0..nk-1 (a loop, not np.arange: one library function fewer to compile)
+        for i in range(nk):
+            o[i] = i
+        o = _lexorder(uv, o)
         H = np.empty(2 * nk + 1, np.int64)
         h = 0
         for pas in range(2):
@@ -920,34 +967,55 @@ def broadphase(X, pairs, lo, hi, valid, margin):
 
 
 @njit(cache=True)
-def pair_candidates(ia, ib, X, P, thr, C, C2):
+def _cyl_candidates(ia, ib, X, P, thr, C, C2):
+    """Candidates of a cylinder against a sphere or a polyhedron: (cnt, cnt2, handled); handled is
+    False for any other pair (then :func:`pair_candidates` goes on as without cylinders)."""
+    ka = P[P_KIND][ia]
+    kb = P[P_KIND][ib]
+    cnt = 0
+    cnt2 = 0
+    if ka == CYLINDER and kb == SPHERE:
+        return _cyl_sphere(ia, ib, X, P, thr, C, cnt, False), cnt2, True
+    if kb == CYLINDER and ka == SPHERE:
+        return _cyl_sphere(ib, ia, X, P, thr, C, cnt, True), cnt2, True
+    if ka == CYLINDER and (kb == BOX or kb == MESH):
+        cnt, cnt2 = _cyl_poly(ia, ib, X, P, thr, C, cnt, C2, cnt2, False)
+        return cnt, cnt2, True
+    if kb == CYLINDER and (ka == BOX or ka == MESH):
+        cnt, cnt2 = _cyl_poly(ib, ia, X, P, thr, C, cnt, C2, cnt2, True)
+        return cnt, cnt2, True
+    return cnt, cnt2, False
+
+
+@njit(cache=True)
+def pair_candidates(ia, ib, X, P, thr, C, C2, cyl=None):
     """All contact candidates of pair (ia, ib) into C; returns their number (may exceed len(C)).
 
     Edge/vertex contacts of sharp features (C2) count only when the pair has no face contact: a
     face contact's boundary would otherwise add spurious points with tilted normals.
+
+    ``cyl``: None (the default) when no shape of the world is a cylinder, True otherwise.  numba
+    prunes the ``cyl is not None`` branch from the None-typed compile, so worlds without a cylinder
+    never compile the cylinder routines (about 2 s); with None a cylinder would be taken for its
+    prism (callers pass True for worlds with one: ``CollisionModel._cyl``).
     """
     ka = P[P_KIND][ia]
     kb = P[P_KIND][ib]
     ra = ka == SPHERE or ka == CAPSULE
     rb = kb == SPHERE or kb == CAPSULE
-    pa = ka == BOX or ka == MESH
-    pb = kb == BOX or kb == MESH
     cnt = 0
     cnt2 = 0
-    if ra and rb:
+    done = False
+    if cyl is not None:
+        cnt, cnt2, done = _cyl_candidates(ia, ib, X, P, thr, C, C2)
+    if done:
+        pass
+    elif ra and rb:
         cnt = _round_round(ia, ib, X, P, thr, C, cnt)
-    elif ka == CYLINDER and kb == SPHERE:
-        cnt = _cyl_sphere(ia, ib, X, P, thr, C, cnt, False)
-    elif kb == CYLINDER and ka == SPHERE:
-        cnt = _cyl_sphere(ib, ia, X, P, thr, C, cnt, True)
     elif ra:
         cnt, cnt2 = _round_poly(ia, ib, X, P, thr, C, cnt, C2, cnt2, False)
     elif rb:
         cnt, cnt2 = _round_poly(ib, ia, X, P, thr, C, cnt, C2, cnt2, True)
-    elif ka == CYLINDER and pb:
-        cnt, cnt2 = _cyl_poly(ia, ib, X, P, thr, C, cnt, C2, cnt2, False)
-    elif kb == CYLINDER and pa:
-        cnt, cnt2 = _cyl_poly(ib, ia, X, P, thr, C, cnt, C2, cnt2, True)
     else:  # polyhedra (a cylinder against a cylinder: their prisms)
         cnt, cnt2, near_ab = _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, False, False)
         cnt, cnt2, near_ba = _poly_pass(ib, ia, X, P, thr, C, cnt, C2, cnt2, True, False)
@@ -967,14 +1035,15 @@ def pair_candidates(ia, ib, X, P, thr, C, C2):
 
 
 @njit(cache=True)
-def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s):
+def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s,
+                    cyl=None):
     """Broad phase, candidates and reduction for every body pair.
 
     ``X`` (S, 4, 4) are the world poses of the shape frames; ``pairs`` (P, 2) are body pairs, each
     expanded to its shape pairs through the CSR arrays ``bstart``/``bcount`` (body i's shapes are
     bstart[i] .. bstart[i] + bcount[i]).  The candidates of all shape pairs of one body pair are
     reduced together (one region per body pair and normal: two boxes of a link on one face give one
-    polygon).  Outputs: see :func:`_write`.  Returns (number of contacts written (may exceed len(O_s):
+    polygon).  ``cyl``: see :func:`pair_candidates`.  Outputs: see :func:`_write`.  Returns (number of contacts written (may exceed len(O_s):
     call again with more room),
     largest candidate count of one shape pair or body pair (may exceed len(C): likewise)).
     """
@@ -989,7 +1058,7 @@ def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol
         if bcount[ia] == 1 and bcount[ib] == 1:   # one shape each (most bodies): no gathering
             if not _box_overlap(wlo[a0], whi[a0], wlo[b0], whi[b0], thr):
                 continue
-            m = pair_candidates(a0, b0, X, P, thr, C, C2)
+            m = pair_candidates(a0, b0, X, P, thr, C, C2, cyl)
             if m > worst:
                 worst = m
             if m > C.shape[0]:
@@ -1001,7 +1070,7 @@ def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol
             for sb in range(b0, b0 + bcount[ib]):
                 if not _box_overlap(wlo[sa], whi[sa], wlo[sb], whi[sb], thr):
                     continue
-                m = pair_candidates(sa, sb, X, P, thr, C, C2)
+                m = pair_candidates(sa, sb, X, P, thr, C, C2, cyl)
                 if m > worst:
                     worst = m
                 if m > C.shape[0]:

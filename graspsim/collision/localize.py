@@ -150,7 +150,7 @@ class KernelPairView(PairView):
         # the pairs are bodies with one shape each (first_impact asks FCL for the others)
         sa, sb = int(m._bstart[pair[0]]), int(m._bstart[pair[1]])
         while True:
-            k = K.pair_candidates(sa, sb, X, m._P, self.T[pair], C, C2)
+            k = K.pair_candidates(sa, sb, X, m._P, self.T[pair], C, C2, m._cyl)
             if k <= C.shape[0]:
                 break
             C, C2 = np.empty((2 * k, 10)), np.empty((2 * k, 10))

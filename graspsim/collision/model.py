@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import kernels as K
-from .pool import NONE, GeometryPool
+from .pool import CYLINDER, NONE, GeometryPool
 
 __all__ = ["CollisionModel", "CollisionData", "ContactSet", "MAX_THRESHOLD"]
 
@@ -175,6 +175,9 @@ class CollisionModel:
         self._P = self.pool.arrays()
         n = len(table)
         self._svalid = self.pool.kind != NONE
+        # the kernels' cylinder routines are compiled only for worlds with a cylinder (see
+        # kernels.pair_candidates): None otherwise
+        self._cyl = True if (self.pool.kind == CYLINDER).any() else None
         # writable copies of the table's read-only arrays: numba types read-only arrays apart
         # (another compiled signature), and every other kernel argument is writable
         self._X_LS = np.array(table.shape_X_LS, dtype=float).reshape(-1, 4, 4)
@@ -262,7 +265,7 @@ class CollisionModel:
         while True:
             k, worst = K.contacts_kernel(X, pr, self._bstart, self._bcount, self._P, self._svalid, self.threshold,
                                          self.cos_tol, self.region_tol, d.C, d.C2, d.C3, d.RS, d.O_ab, d.O_v,
-                                         d.O_s)
+                                         d.O_s, self._cyl)
             if worst > d.C.shape[0]:
                 d.grow(worst)
                 continue
@@ -278,7 +281,7 @@ class CollisionModel:
     def _candidates(self, X, sa: int, sb: int, d: CollisionData) -> np.ndarray:
         """Raw contact candidates (m, 10) of one *shape* pair (see kernels); a view of d.C."""
         while True:
-            m = K.pair_candidates(sa, sb, X, self._P, self.threshold, d.C, d.C2)
+            m = K.pair_candidates(sa, sb, X, self._P, self.threshold, d.C, d.C2, self._cyl)
             if m <= d.C.shape[0]:
                 return d.C[:m]
             d.grow(m)

@@ -28,7 +28,10 @@ def _compact(local, bodies, jac, rows, Minv):
     of the same body merged, and M^-1 times each entry.  Returns (cb, cj, cw, cnt)."""
     n = rows.shape[0]
     K = bodies.shape[1]
-    cb = -np.ones((n, K), np.int64)
+    cb = np.empty((n, K), np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+    for i in range(n):
+        for j in range(K):
+            cb[i, j] = -1
     cj = np.zeros((n, K, 6))
     cw = np.zeros((n, K, 6))
     cnt = np.zeros(n, np.int64)
@@ -666,7 +669,9 @@ def solve_islands(labels, n_isl, Minv, aM, bodies, jac, rhs, comp, sizes, hard_e
     for b in range(nb):
         border[fill[labels[b]]] = b
         fill[labels[b]] += 1
-    local = -np.ones(nb, np.int64)
+    local = np.empty(nb, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+    for i in range(nb):
+        local[i] = -1
     for isl in range(n_isl):
         s0, s1 = bstart[isl], bstart[isl + 1]
         nbi = s1 - s0

@@ -191,7 +191,9 @@ def islands(comp, ncomp, sa, sb):
     """Step 9: union-find of the joint components ``comp`` (per dynamic body) merged by contacts
     between two dynamic bodies (slots ``sa``, ``sb``; -1 = static).  Islands are numbered by
     increasing root component.  Returns (labels per body, number of islands)."""
-    parent = np.arange(ncomp)
+    parent = np.empty(ncomp, np.int64)    # identity (a loop, not np.arange: less first-run compile)
+    for i in range(ncomp):
+        parent[i] = i
     for i in range(sa.shape[0]):
         x, y = sa[i], sb[i]
         if x >= 0 and y >= 0:

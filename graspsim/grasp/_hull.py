@@ -741,7 +741,9 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     FU = np.empty((fcap, d))
     FB = np.empty(fcap)
     alive = np.zeros(fcap, np.bool_)
-    seen = np.full(fcap, -1, np.int64)
+    seen = np.empty(fcap, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+    for i_ in range(seen.shape[0]):
+        seen[i_] = -1
     vis = np.zeros(fcap, np.bool_)
     nf = 0
 
@@ -755,7 +757,9 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     tkey2 = np.zeros(1 << tbits, np.uint64)
     tval = np.zeros(1 << tbits, np.int64)
     tslot = np.zeros(1 << tbits, np.int64)
-    tstamp = np.full(1 << tbits, -1, np.int64)
+    tstamp = np.empty(1 << tbits, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+    for i_ in range(tstamp.shape[0]):
+        tstamp[i_] = -1
     u_min = np.zeros(d)
     hb = np.empty(fcap)
     hf = np.empty(fcap, np.int64)
@@ -878,7 +882,9 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
             FB = _grow1(FB, cap)
             alive = _grow1(alive, cap)
             vis = _grow1(vis, cap)
-            seen2 = np.full(cap, -1, np.int64)
+            seen2 = np.empty(cap, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+            for i_ in range(seen2.shape[0]):
+                seen2[i_] = -1
             for e in range(seen.shape[0]):
                 seen2[e] = seen[e]
             seen = seen2
@@ -894,7 +900,9 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
             tkey2 = np.zeros(1 << tbits, np.uint64)
             tval = np.zeros(1 << tbits, np.int64)
             tslot = np.zeros(1 << tbits, np.int64)
-            tstamp = np.full(1 << tbits, -1, np.int64)
+            tstamp = np.empty(1 << tbits, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+            for i_ in range(tstamp.shape[0]):
+                tstamp[i_] = -1
         first_new = nf
         nf, status = _cone_horizon(V, VH, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g,
                                    hor_s, hor_h, interior, res_tol, degen_tol, wA, wperm, wx,

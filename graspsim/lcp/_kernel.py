@@ -85,7 +85,9 @@ def _lu_inverse(LU, piv):
     the identity at once (row operations on contiguous rows: vectorised)."""
     m = LU.shape[0]
     X = np.zeros((m, m))
-    perm = np.arange(m)
+    perm = np.empty(m, np.int64)    # identity (a loop, not np.arange: less first-run compile)
+    for i in range(m):
+        perm[i] = i
     for k in range(m):
         p = piv[k]
         if p != k:
@@ -186,7 +188,9 @@ def _equilibrate(M, passes):
     power of two nearest to sqrt(max(||A_i,:||, ||A_:,i||)).  Rows and
     columns that are entirely zero keep D_i."""
     n = M.shape[0]
-    D = np.ones(n)
+    D = np.empty(n)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+    for i_ in range(n):
+        D[i_] = 1.0
     for i in range(n):
         if M[i, i] > 0.0:
             D[i] = math.ldexp(1.0, -(_pow2_exp(M[i, i]) // 2))
@@ -601,7 +605,9 @@ def _lemke_core(M, D, qs, dcov, max_pivots, check_every, piv_rel, piv_abs,
     refactorisations."""
     n = qs.shape[0]
     nn = 2 * n
-    slot = np.full(n, -1, dtype=np.int64)
+    slot = np.empty(n, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+    for i_ in range(n):
+        slot[i_] = -1
     ntc = np.empty(n, dtype=np.int64)
     AC = np.empty((n, n))                 # cached scaled columns of M
     have = np.zeros(n, dtype=np.bool_)
@@ -630,7 +636,9 @@ def _lemke_core(M, D, qs, dcov, max_pivots, check_every, piv_rel, piv_abs,
                 nk += 1
         if not _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
             return NUMERICAL, 0, nn
-        den = np.ones(n)                  # z0's transformed column is -e
+        den = np.empty(n)  # z0's transformed column is -e
+        for i_ in range(n):
+            den[i_] = 1.0
     else:
         den = dcov
     # initial pivot: z0 enters with column -den.  The leaving row is the
@@ -967,7 +975,9 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
         if not finite:
             return NONFINITE, 0, 0.0, False, 0
     else:
-        D = np.ones(n)
+        D = np.empty(n)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+        for i_ in range(n):
+            D[i_] = 1.0
     qs = np.empty(n)
     s = 0.0
     for i in range(n):
