@@ -19,7 +19,7 @@ import graspsim
 from graspsim.collision import CollisionModel, closest_points, find_contacts
 from graspsim.errors import ModelError
 
-from test_urdf import _random_dofs, _rot_angle
+from test_urdf import fk_error_against_yourdfpy
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(pybullet_data.getDataPath())
@@ -193,7 +193,6 @@ def test_urdf_links_with_several_collisions_load_with_every_shape(rel):
     forward kinematics matches yourdfpy's at 20 random configurations."""
     import yourdfpy
 
-    from graspsim import kinematics as K
     from graspsim.spatial import rpy_to_matrix
 
     path = DATA / rel
@@ -210,17 +209,8 @@ def test_urdf_links_with_several_collisions_load_with_every_shape(rel):
             np.testing.assert_allclose(s.X_LS[:3, 3], xyz, atol=1e-12)
             np.testing.assert_allclose(s.X_LS[:3, :3], rpy_to_matrix(rpy), atol=1e-12)
     ref = yourdfpy.URDF.load(str(path), build_scene_graph=True, load_meshes=False)
-    rng = np.random.default_rng(5)
-    worst_p = worst_r = 0.0
-    for _ in range(20):
-        d = _random_dofs(robot, rng)
-        ref.update_cfg({n: float(v) for n, v in zip(robot.dof_names, d)})
-        X = K.forward_kinematics(robot, K.joint_values(robot, d))
-        for i, name in enumerate(robot.link_names):
-            Xr = ref.get_transform(frame_to=name, frame_from=ref.base_link)
-            worst_p = max(worst_p, float(np.linalg.norm(X[i, :3, 3] - Xr[:3, 3])))
-            worst_r = max(worst_r, _rot_angle(X[i, :3, :3].T @ Xr[:3, :3]))
-    assert worst_p < 1e-9 and worst_r < 1e-9
+    worst_p, worst_r = fk_error_against_yourdfpy(robot, ref, seed=5)
+    assert worst_p < 1e-9 and worst_r < 1e-9, (worst_p, worst_r)
 
 
 def test_static_autograsp_pr2_gripper_on_the_cube():

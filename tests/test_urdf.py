@@ -56,6 +56,24 @@ def _rot_angle(R: np.ndarray) -> float:
     return float(np.linalg.norm(Rotation.from_matrix(R).as_rotvec()))
 
 
+def fk_error_against_yourdfpy(robot, ref, *, seed: int, n: int = 20) -> tuple[float, float]:
+    """Largest position (m) and rotation (rad) difference between graspsim's forward kinematics of
+    every link and yourdfpy's (``ref``, a loaded yourdfpy.URDF) at ``n`` random configurations."""
+    from graspsim import kinematics as K
+
+    rng = np.random.default_rng(seed)
+    worst_p = worst_r = 0.0
+    for _ in range(n):
+        d = _random_dofs(robot, rng)
+        ref.update_cfg({name: float(v) for name, v in zip(robot.dof_names, d)})
+        X = K.forward_kinematics(robot, K.joint_values(robot, d))
+        for i, name in enumerate(robot.link_names):
+            Xr = ref.get_transform(frame_to=name, frame_from=ref.base_link)
+            worst_p = max(worst_p, float(np.linalg.norm(X[i, :3, 3] - Xr[:3, 3])))
+            worst_r = max(worst_r, _rot_angle(X[i, :3, :3].T @ Xr[:3, :3]))
+    return worst_p, worst_r
+
+
 def _random_dofs(robot, rng) -> np.ndarray:
     lim = robot.dof_limits.copy()
     lim[~np.isfinite(lim[:, 0]), 0] = -np.pi
@@ -67,22 +85,11 @@ def _random_dofs(robot, rng) -> np.ndarray:
 
 @pytest.mark.parametrize("urdf", [PANDA, XARM, TWO_FINGER], ids=lambda p: p.stem)
 def test_forward_kinematics_matches_yourdfpy(urdf):
-    from graspsim import kinematics as K
-
     robot = _load(urdf)
     ref = yourdfpy.URDF.load(str(urdf), build_scene_graph=True, load_meshes=False)
     assert set(robot.link_names) == {l.name for l in ref.robot.links}
     assert robot.dof_names == [j.name for j in ref.robot.joints if j.type != "fixed" and j.mimic is None]
-    rng = np.random.default_rng(17)
-    worst_p = worst_r = 0.0
-    for _ in range(20):
-        d = _random_dofs(robot, rng)
-        ref.update_cfg({n: float(v) for n, v in zip(robot.dof_names, d)})
-        X = K.forward_kinematics(robot, K.joint_values(robot, d))
-        for i, name in enumerate(robot.link_names):
-            Xr = ref.get_transform(frame_to=name, frame_from=ref.base_link)
-            worst_p = max(worst_p, float(np.linalg.norm(X[i, :3, 3] - Xr[:3, 3])))
-            worst_r = max(worst_r, _rot_angle(X[i, :3, :3].T @ Xr[:3, :3]))
+    worst_p, worst_r = fk_error_against_yourdfpy(robot, ref, seed=17)
     assert worst_p < 1e-9 and worst_r < 1e-9, (worst_p, worst_r)
 
 

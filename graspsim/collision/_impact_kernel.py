@@ -161,6 +161,19 @@ def screen_pairs(X0, X_LS, pairs, lo, hi, vel, radius, moved, h, thr, T, lb):
 
 
 @njit(cache=True)
+def _closest(a, b, X, P, t, C, C2, cyl):
+    """Separation (m) of the closest contact candidate of shapes a and b at poses X within the
+    threshold t (inf: none); NaN when the candidates overflow the buffers C, C2."""
+    m = pair_candidates(a, b, X, P, t, C, C2, cyl)
+    if m > C.shape[0]:
+        return np.nan
+    s = np.inf
+    for i in range(m):
+        s = min(s, C[i, 9])
+    return s
+
+
+@njit(cache=True)
 def overlap_status(X0, X1, pairs, T, P, pen_tol, max_thr, C, C2, cyl=None):
     """Does each pair (that failed :func:`screen_pairs`) end the move interpenetrating, and is that new?
 
@@ -180,22 +193,12 @@ def overlap_status(X0, X1, pairs, T, P, pen_tol, max_thr, C, C2, cyl=None):
         if not t <= max_thr:
             out[p] = 3
             continue
-        m = pair_candidates(a, b, X1, P, t, C, C2, cyl)
-        if m > C.shape[0]:
+        s = _closest(a, b, X1, P, t, C, C2, cyl)
+        if np.isnan(s):
             out[p] = 3
-            continue
-        s = np.inf
-        for i in range(m):
-            s = min(s, C[i, 9])
-        if s >= -pen_tol:
+        elif s >= -pen_tol:
             out[p] = 0
-            continue
-        m = pair_candidates(a, b, X0, P, t, C, C2, cyl)
-        if m > C.shape[0]:
-            out[p] = 3
-            continue
-        s = np.inf
-        for i in range(m):
-            s = min(s, C[i, 9])
-        out[p] = 2 if s < -pen_tol else 1
+        else:
+            s = _closest(a, b, X0, P, t, C, C2, cyl)
+            out[p] = 3 if np.isnan(s) else (2 if s < -pen_tol else 1)
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from .._jit import njit
 
-from ..lcp._kernel import solve as _lemke_solve
+from ..lcp._kernel import solve_retries as _lemke
 
 # status codes returned to the simulator
 OK = 0
@@ -260,29 +260,6 @@ def _add_weighted(cb, cw, cnt, coef, x):
             o = 6 * cb[c, e]
             for j in range(6):
                 x[o + j] += a * cw[c, e, j]
-
-
-@njit(cache=True, inline="always")
-def _lemke(M, q, warm, use_warm, z, w, zb, cert):
-    """The retries of :func:`graspsim.lcp.lemke`: as asked, then robust, then with the scaling
-    switched; a shared pivot budget.  Returns (status code, pivots).  Inlined into
-    :func:`solve_island` (its only caller): compiled on its own, it would optimise and emit the whole
-    Lemke kernel a second time on the first run (2.5 s)."""
-    n = q.shape[0]
-    budget_total = max(50 * n, 200)
-    pivots = 0
-    code = 3
-    for attempt in range(3):
-        budget = budget_total - pivots
-        if budget < 1:
-            break
-        sc = attempt < 2
-        code, piv, res, has_cert, nr = _lemke_solve(M, q, np.empty(0), warm, use_warm and attempt == 0,
-                                                    budget, 1e-9, sc, attempt > 0, z, w, zb, cert)
-        pivots += piv
-        if code == 0 or code == 2 or (code == 1 and has_cert):
-            break
-    return code, pivots
 
 
 @njit(cache=True)

@@ -35,7 +35,7 @@ import numpy as np
 
 from .._jit import njit
 from ._kernel import (_all_finite, _equilibrate, _lu_factor, _lu_solve, _nonsingular_subset,
-                      _principal_solve, _verify, solve as _lemke_solve)
+                      _principal_solve, _verify, solve_retries as _lemke_retries)
 
 #: LCPs with at least this many rows go through block pivoting first (below: Lemke only).  The
 #: island solver does not call this module: on the 20-box drop it did not beat the warm-started
@@ -302,26 +302,6 @@ def _bpp(M, q, D, s, qs, guess, max_iter, tol, z, w, zb, best):
             if flip[i]:
                 F[i] = not F[i]
     return False, nf, ninf0
-
-
-@njit(cache=True)
-def _lemke_retries(M, q, warm, use_warm, z, w, zb, cert):
-    """The retries of :func:`graspsim.lcp.lemke` (as asked, then robust, then with the scaling
-    switched; one pivot budget of max(50 n, 200)).  Returns (status code, pivots)."""
-    n = q.shape[0]
-    budget_total = max(50 * n, 200)
-    pivots = 0
-    code = 3
-    for attempt in range(3):
-        budget = budget_total - pivots
-        if budget < 1:
-            break
-        code, piv, res, has_cert, nr = _lemke_solve(M, q, np.empty(0), warm, use_warm and attempt == 0,
-                                                    budget, 1e-9, attempt < 2, attempt > 0, z, w, zb, cert)
-        pivots += piv
-        if code == 0 or code == 2 or (code == 1 and has_cert):
-            break
-    return code, pivots
 
 
 @njit(cache=True)

@@ -1106,3 +1106,25 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
         ok = _ray_certificate(M, q, cert, 1e-9)
         return RAY, pivots, np.inf, ok, nref
     return status, pivots, np.inf, False, nref
+
+
+@njit(cache=True, inline="always")
+def solve_retries(M, q, warm, use_warm, z, w, zb, cert):
+    """:func:`solve` with the retries of :func:`graspsim.lcp.lemke`: as asked, then robust, then with
+    the scaling switched; one pivot budget of max(50 n, 200).  Returns (status code, pivots).
+    Inlined into its callers (the island solver, block pivoting): compiled on its own, it would
+    optimise and emit the whole Lemke kernel once more on the first run (2.5 s)."""
+    n = q.shape[0]
+    budget_total = max(50 * n, 200)
+    pivots = 0
+    code = 3
+    for attempt in range(3):
+        budget = budget_total - pivots
+        if budget < 1:
+            break
+        code, piv, res, has_cert, nr = solve(M, q, np.empty(0), warm, use_warm and attempt == 0,
+                                             budget, 1e-9, attempt < 2, attempt > 0, z, w, zb, cert)
+        pivots += piv
+        if code == 0 or code == 2 or (code == 1 and has_cert):
+            break
+    return code, pivots
