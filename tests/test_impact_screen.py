@@ -123,7 +123,7 @@ def test_screen_clears_only_pairs_that_cannot_end_deeper_than_the_threshold(tmp_
         vel[ib] = v
         T, lb = np.empty(len(m.pairs)), np.empty(len(m.pairs))
         fail = screen_pairs(X0, m.pool.X_LS, m.pairs, m.pool.lo, m.pool.hi, vel, radius,
-                            np.zeros(len(w.table), bool), h, THR, T, lb)
+                            h, THR, T, lb)
         k = int(np.flatnonzero((m.pairs[:, 0] == ib) & (m.pairs[:, 1] == it))[0])
         assert T[k] == pytest.approx(h * (np.linalg.norm(v[:3]) + np.linalg.norm(v[3:]) * radius[ib]), rel=1e-12)
         if k in fail:

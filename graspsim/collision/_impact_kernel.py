@@ -111,14 +111,13 @@ def _aabb_gap(XA, loA, hiA, XB, loB, hiB):
 
 
 @njit(cache=True)
-def screen_pairs(X0, X_LS, pairs, lo, hi, vel, radius, moved, h, thr, T, lb):
+def screen_pairs(X0, X_LS, pairs, lo, hi, vel, radius, h, thr, T, lb):
     """Pairs that may end the trial move interpenetrating deeper than ``thr`` (see the module doc).
 
     ``X0`` (N, 4, 4) body poses at the start of the step, ``X_LS`` (N, 4, 4) the shape frames in the
     body frames, ``pairs`` (P, 2), ``lo``/``hi`` (N, 3) shape-frame bounds, ``vel`` (N, 6)
     [v_com; w] per body (W; zeros for static bodies), ``radius`` (N,) largest distance (m) of a shape
-    point from the body's com, ``moved`` (N,) bodies whose travel is not bounded by ``vel``
-    (prescribed motion: always screened out), ``h`` (s), ``thr`` (m).  Writes the relative travel
+    point from the body's com, ``h`` (s), ``thr`` (m).  Writes the relative travel
     ``T`` (P,) and the start-separation lower bound ``lb`` (P,; only where needed, else 0) of every
     pair and returns the indices of the pairs that fail the bound T < max(lb, 0) + thr.
     """
@@ -128,11 +127,6 @@ def screen_pairs(X0, X_LS, pairs, lo, hi, vel, radius, moved, h, thr, T, lb):
         a = pairs[p, 0]
         b = pairs[p, 1]
         lb[p] = 0.0
-        if moved[a] or moved[b]:
-            T[p] = np.inf
-            out[k] = p
-            k += 1
-            continue
         dv = 0.0
         wa = 0.0
         wb = 0.0

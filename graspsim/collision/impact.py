@@ -128,15 +128,14 @@ def convex_thickness(V: np.ndarray, F: np.ndarray, chunk: int = 256) -> float:
     return 2.0 * max(0.0, float((off - n @ V.mean(axis=0)).min()))
 
 
-def first_impact(model, X0: np.ndarray, X1: np.ndarray, vel: np.ndarray, extents: tuple, moved: np.ndarray,
-                 h: float, move: Callable[[float], np.ndarray], find_contacts: Callable):
+def first_impact(model, X0: np.ndarray, X1: np.ndarray, vel: np.ndarray, extents: tuple, h: float,
+                 move: Callable[[float], np.ndarray], find_contacts: Callable):
     """The largest fraction of the trial move free of new interpenetration (see the module doc).
 
     ``model`` a :class:`~graspsim.collision.CollisionModel`; ``X0``, ``X1`` (N, 4, 4) body poses at
     the start and the end of the trial move; ``vel`` (N, 6) [v_com; w] per body (W, zeros for static
-    bodies); ``extents`` (radius (N,), thickness (N,)) from :func:`body_extents`; ``moved`` (N,)
-    bool, bodies whose travel ``vel`` does not bound (prescribed motion: always checked with FCL);
-    ``h`` the step (s); ``move(f)`` the body poses at fraction f of the move; ``find_contacts(X)``
+    bodies, and bodies whose prescribed motion is not part of the move); ``extents`` (radius (N,),
+    thickness (N,)) from :func:`body_extents`; ``h`` the step (s); ``move(f)`` the body poses at fraction f of the move; ``find_contacts(X)``
     the step's contacts (step 4) at poses X.  Returns ``(1.0, find_contacts(X1))`` or
     ``(fraction < 1, False)``: cut the move there and find the contacts at the cut pose.
     """
@@ -146,7 +145,7 @@ def first_impact(model, X0: np.ndarray, X1: np.ndarray, vel: np.ndarray, extents
     lb = np.empty(len(pairs))
     radius, thickness = extents
     bX, blo, bhi = body_boxes(model)
-    fail = screen_pairs(X0, bX, pairs, blo, bhi, vel, radius, moved, float(h),
+    fail = screen_pairs(X0, bX, pairs, blo, bhi, vel, radius, float(h),
                         thr, T, lb)
     if len(fail):
         a, b = pairs[fail, 0], pairs[fail, 1]

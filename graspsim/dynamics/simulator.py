@@ -872,12 +872,12 @@ class Simulator:
             return 1.0, None
         from ..collision.impact import first_impact
 
+        # kinematic bases were placed at t + h before the move (_kinematic_velocities), so they stand
+        # still within it: zero velocity bounds their travel here
         vel = np.zeros((len(self.table), 6))
         vel[self.bodies.table_index] = s.v
-        moved = np.zeros(len(self.table), dtype=bool)
-        moved[list(self._kinematic)] = True        # prescribed motion: its travel is not in s.v
         move = lambda f: self._poses(*RK.integrate(s.c, s.q, s.v, f * h))
-        return first_impact(self._collision_model(), self._poses(s.c, s.q), X1, vel, self._body_radius, moved, h,
+        return first_impact(self._collision_model(), self._poses(s.c, s.q), X1, vel, self._body_radius, h,
                             move, self._find_contacts)
 
     @property
