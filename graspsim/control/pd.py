@@ -130,6 +130,15 @@ class PDController:
         (sampling both at t would make the arm trail its path by two steps).
         """
         nd = len(sim.ds)
+        if self.feedforward is None:
+            # the references in one compiled call (the same numbers as the Python loop below),
+            # from arrays rebuilt whenever a trajectory object is replaced (they are immutable)
+            trajs = tuple(self.trajectories[ri] for ri in range(len(sim.ds.robot_slices)))
+            got = self.__dict__.get("_refs")
+            if got is None or len(got[0]) != len(trajs) or any(a is not b for a, b in zip(got[0], trajs)):
+                got = self.__dict__["_refs"] = (trajs, _reference_arrays(trajs, sim.ds))
+            q_ref, qd_ref = _pd_references(sim.time, sim.dt, *got[1])
+            return DriveCommand(q_ref, qd_ref, self.kp, self.kd, np.zeros(nd), self.effort)
         q_ref, qd_ref, tau = np.zeros(nd), np.zeros(nd), np.zeros(nd)
         h = sim.dt
         for ri, sl in enumerate(sim.ds.robot_slices):
@@ -153,34 +162,48 @@ class CompiledPD:
             raise ValueError("a PDController with a feedforward (a Python function) cannot be compiled; "
                              "step it with Simulator.step instead")
         ds = pd.sim.ds
-        trajs = [pd.trajectories[ri] for ri in range(len(ds.robot_slices))]
-        nd = len(ds)
-        self.kind = np.array([0 if t.samples_t is None else 1 for t in trajs], np.int64)
-        self.t0 = np.array([t.t0 for t in trajs], float)
-        self.dur = np.array([t.duration for t in trajs], float)
-        self.q0, self.q1 = np.zeros(nd), np.zeros(nd)
-        self.off = np.zeros(len(trajs) + 1, np.int64)
-        s_t, s_q, s_off = [], [], [0]
-        width = max([sl.stop - sl.start for sl in ds.robot_slices] + [1])
-        for r, (t, sl) in enumerate(zip(trajs, ds.robot_slices)):
-            self.off[r], self.off[r + 1] = sl.start, sl.stop
-            self.q0[sl], self.q1[sl] = t.q0, t.q1
-            if t.samples_t is not None:
-                s_t.append(np.asarray(t.samples_t, float))
-                q = np.zeros((len(t.samples_t), width))
-                q[:, :sl.stop - sl.start] = t.samples_q
-                s_q.append(q)
-            s_off.append(s_off[-1] + (0 if t.samples_t is None else len(t.samples_t)))
-        self.s_off = np.array(s_off, np.int64)
-        self.s_t = np.concatenate(s_t) if s_t else np.zeros(0)
-        self.s_q = np.concatenate(s_q) if s_q else np.zeros((0, width))
+        self._refs = _reference_arrays([pd.trajectories[ri] for ri in range(len(ds.robot_slices))], ds)
         self.kp, self.kd, self.effort = pd.kp.copy(), pd.kd.copy(), pd.effort.copy()
-        self._zero = np.zeros(nd)
+        self._zero = np.zeros(len(ds))
 
     def command(self, sim) -> DriveCommand:
         """The drive command for the coming step (as PDController.command)."""
-        from ..dynamics import _rows_kernel as RK
-
-        q, qd = RK.pd_references(sim.time, sim.dt, self.kind, self.t0, self.dur, self.q0, self.q1, self.off,
-                                 self.s_off, self.s_t, self.s_q)
+        q, qd = _pd_references(sim.time, sim.dt, *self._refs)
         return DriveCommand(q, qd, self.kp, self.kd, self._zero, self.effort)
+
+
+def _reference_arrays(trajs, ds) -> tuple:
+    """The arrays ``_rows_kernel.pd_references`` evaluates the trajectories ``trajs`` (one per
+    robot, in order) from: (kind, t0, dur, q0, q1, off, s_off, s_t, s_q)."""
+    nd = len(ds)
+    kind = np.array([0 if t.samples_t is None else 1 for t in trajs], np.int64)
+    t0 = np.array([t.t0 for t in trajs], float)
+    dur = np.array([t.duration for t in trajs], float)
+    q0, q1 = np.zeros(nd), np.zeros(nd)
+    off = np.zeros(len(trajs) + 1, np.int64)
+    s_t, s_q, s_off = [], [], [0]
+    width = max([sl.stop - sl.start for sl in ds.robot_slices] + [1])
+    for r, (t, sl) in enumerate(zip(trajs, ds.robot_slices)):
+        off[r], off[r + 1] = sl.start, sl.stop
+        q0[sl], q1[sl] = t.q0, t.q1
+        if t.samples_t is not None:
+            s_t.append(np.asarray(t.samples_t, float))
+            q = np.zeros((len(t.samples_t), width))
+            q[:, :sl.stop - sl.start] = t.samples_q
+            s_q.append(q)
+        s_off.append(s_off[-1] + (0 if t.samples_t is None else len(t.samples_t)))
+    return (kind, t0, dur, q0, q1, off, np.array(s_off, np.int64), np.concatenate(s_t) if s_t else np.zeros(0),
+            np.concatenate(s_q) if s_q else np.zeros((0, width)))
+
+
+_RK = None
+
+
+def _pd_references(t: float, h: float, *arrays):
+    """q_ref, qd_ref (nd,) for the step from ``t`` (``_rows_kernel`` imported on first use: numba
+    is not an import of ``graspsim.control``)."""
+    global _RK
+    if _RK is None:
+        from ..dynamics import _rows_kernel
+        _RK = _rows_kernel
+    return _RK.pd_references(t, h, *arrays)

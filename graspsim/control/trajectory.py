@@ -29,10 +29,13 @@ def quintic(x: np.ndarray | float):
     return s, ds, dds
 
 
-@dataclass
+@dataclass(frozen=True)
 class JointTrajectory:
     """Piecewise trajectory over DOFs: samples ``q (n, ndof)`` at times ``t (n,)``, or a quintic
-    segment from ``q0`` to ``q1`` over ``[t0, t0 + duration]``."""
+    segment from ``q0`` to ``q1`` over ``[t0, t0 + duration]``.
+
+    Immutable (its arrays are read-only copies): a controller may keep what it derived from a
+    trajectory for as long as it holds the same trajectory object."""
 
     t0: float
     duration: float
@@ -40,6 +43,14 @@ class JointTrajectory:
     q1: np.ndarray
     samples_t: np.ndarray | None = None
     samples_q: np.ndarray | None = None
+
+    def __post_init__(self):
+        for name in ("q0", "q1", "samples_t", "samples_q"):
+            a = getattr(self, name)
+            if a is not None:
+                a = np.array(a, dtype=float)
+                a.setflags(write=False)
+                object.__setattr__(self, name, a)
 
     @property
     def t_end(self) -> float:

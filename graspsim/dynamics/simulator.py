@@ -48,6 +48,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .. import spatial
+from ..collision.impact import first_impact
 from ..errors import SimulationError, did_you_mean
 from ..world import World
 from . import _island_kernel as IK
@@ -702,9 +703,11 @@ class Simulator:
                                   "(below its resolution); the state before the step is kept")
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
         st = asm.st
-        c_imp = np.zeros(len(st.c_idx))       # impulses of the coupling rows (none for the holds)
-        c_imp[st.c_hard] = sol["hard_impulse"][asm.n_joint_rows:]
-        broken, lock = self._update_breakaway(st, c_imp, mv.h, mv.jq, cmd, s)
+        broken, lock = s.broken.copy(), s.lock.copy()
+        if len(st.brk_rows):
+            c_imp = np.zeros(len(st.c_idx))       # impulses of the coupling rows (none for the holds)
+            c_imp[st.c_hard] = sol["hard_impulse"][asm.n_joint_rows:]
+            self._update_breakaway(st, c_imp, mv.h, mv.jq, cmd, broken, lock)
         self._state = SimState(s.time + mv.h, c1, q1, v_new, mv.jq, broken, lock, s.steps + 1)
         self._data.ext[:] = 0.0
         self.info = StepInfo(h=mv.h, fraction=mv.frac, contacts=mv.contacts, contact_impulse=impulses,
@@ -870,11 +873,11 @@ class Simulator:
         """
         if not (self._collisions_on and len(self.table.collision_pairs)):
             return 1.0, None
-        from ..collision.impact import first_impact
-
         # kinematic bases were placed at t + h before the move (_kinematic_velocities), so they stand
-        # still within it: zero velocity bounds their travel here
-        vel = np.zeros((len(self.table), 6))
+        # still within it: zero velocity bounds their travel here (their rows of the buffer stay 0)
+        vel = self.__dict__.get("_vel_buf")
+        if vel is None:
+            vel = self.__dict__["_vel_buf"] = np.zeros((len(self.table), 6))
         vel[self.bodies.table_index] = s.v
         move = lambda f: self._poses(*RK.integrate(s.c, s.q, s.v, f * h))
         return first_impact(self._collision_model(), self._poses(s.c, s.q), X1, vel, self._body_radius, h,
@@ -1190,13 +1193,11 @@ class Simulator:
         """Apply small displacements dx (nb, 6) = [translation; rotation vector] to com and orientation."""
         return RK.displace(c, q, dx)
 
-    def _update_breakaway(self, st, coupling_impulse: np.ndarray, h, jq, cmd, s: SimState):
+    def _update_breakaway(self, st, coupling_impulse: np.ndarray, h, jq, cmd, broken, lock) -> None:
         """A breakaway DOF's coupling gives way when it transmits more than the breakaway torque; it
-        re-couples when the DOF is commanded open and the distal is back at its coupled angle."""
-        broken, lock = s.broken.copy(), s.lock.copy()
+        re-couples when the DOF is commanded open and the distal is back at its coupled angle.
+        Updates ``broken`` and ``lock`` (the new state's copies) in place."""
         rows = st.brk_rows
-        if not len(rows):
-            return broken, lock
         d, held = st.c_dof[rows], st.c_lock[rows]
         if cmd is not None and held.any():
             dl = d[held]
@@ -1208,5 +1209,4 @@ class Simulator:
             dg = d[gives]
             broken[dg] = True
             lock[dg] = jq[self._clutch[0][dg]]
-        return broken, lock
 
