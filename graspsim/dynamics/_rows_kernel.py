@@ -270,6 +270,19 @@ def place(X_static, table_index, c, q, com_L):
 
 
 @njit(cache=True)
+def trial_move(c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis_J, perp_J, kind, prev,
+               cand, lo, hi, tol):
+    """Steps 1-2 and what step 3 asks of the trial pose, in one call: :func:`integrate` over ``h``,
+    :func:`place`, :func:`joint_frames_values` (revolute values unwrapped against ``prev``) and
+    :func:`limit_crossed`.  Returns (c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed)."""
+    c1, q1 = integrate(c, q, v, h)
+    X = place(X_static, table_index, c1, q1, com_L)
+    o, o_c, R, R_c, ax, pp, jq = joint_frames_values(X, parent, child, X_PJ, X_CJ, axis_J, perp_J, kind, prev, True)
+    crossed = limit_crossed(cand, lo, hi, tol, prev, jq)
+    return c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed
+
+
+@njit(cache=True)
 def mass_terms(mass, inertia_L, q, v, k, h):
     """World inertias I_W = R I R^T, block inverse masses M^-1 (nb, 6, 6), the gyroscopic torque
     -omega x I_W omega added to the wrenches ``k`` (in place), and M^-1 (M v + h k) (nb, 6)."""
@@ -521,6 +534,14 @@ def limit_rows(cand, lo, hi, tol, jq, rbodies, rjac, gain):
             sgn[r] = sign
             r += 1
     return bodies[:r], jac[:r], rhs[:r], joint[:r], sgn[:r]
+
+
+@njit(cache=True)
+def finish(c, q, dx, v_new):
+    """The end of step 10: :func:`displace` by the post-stabilisation ``dx``, and whether the new
+    coms, orientations and velocities ``v_new`` are finite.  Returns (c1, q1, finite)."""
+    c1, q1 = displace(c, q, dx)
+    return c1, q1, all_finite(v_new, c1, q1)
 
 
 @njit(cache=True)

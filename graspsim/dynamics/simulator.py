@@ -580,14 +580,17 @@ class Simulator:
     def _move(self, s: SimState, h: float) -> "_Move":
         """Steps 1-3: velocity-to-pose map, move the dynamic bodies with their current velocities
         (eq. 10-12), and cut the move at the first new contact or joint-limit crossing."""
+        st, js = self._structure(s.broken), self.js
         try:
-            c1, q1 = RK.integrate(s.c, s.q, s.v, h)
+            c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed = RK.trial_move(
+                s.c, s.q, s.v, h, self._data.X_static, self.bodies.table_index, self.bodies.com_L, js.parent,
+                js.child, js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind, s.joint_q, st.limit_cand, st.lim_lo,
+                st.lim_hi, st.lim_tol)
         except ZeroDivisionError:     # a zero quaternion put into the state in place
             raise SimulationError(self._step_refusal(s, h)) from None
-        X = self._poses(c1, q1)
+        F = JointFrames(o, o_c, R, R_c, ax, pp)
         frac, contacts = self._first_impact_fraction(s, c1, q1, h, X)
-        F, jq = self._joint_state(X, s.joint_q)
-        if self._limit_crossed(s, jq):
+        if crossed:
             frac = min(frac, self._limit_fraction(s, c1, q1, h))
         if frac < 1.0:
             c1, q1 = RK.integrate(s.c, s.q, s.v, frac * h)
@@ -685,9 +688,8 @@ class Simulator:
             _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, mv.q1, s.v, asm.k, mv.h)
             v_new, impulses, sol = self._solve_islands(labels, n_isl, Minv, a_over_M, asm, mv.contacts)
             # post-stabilisation of the joints: project the new positions back onto the constraints
-            c1, q1 = self._displace(mv.c1, mv.q1, sol.pop("dx"))
             # (jq is finite: it comes from finite poses unwrapped against the checked joint_q)
-            finite = RK.all_finite(v_new, c1, q1)
+            c1, q1, finite = RK.finish(mv.c1, mv.q1, sol.pop("dx"), v_new)
         except ZeroDivisionError:
             finite = False
         if not finite:
@@ -892,14 +894,6 @@ class Simulator:
             from ..collision.impact import body_extents
             r = self.__dict__["_radius_cache"] = body_extents(self.table, self._collision_model().pool)
         return r
-
-    def _limit_crossed(self, s: SimState, jq: np.ndarray) -> bool:
-        """Did the trial move take a joint that was inside its limits past one (beyond the tolerance)?"""
-        st = self._structure(s.broken)
-        cand = st.limit_cand
-        if not len(cand):
-            return False
-        return RK.limit_crossed(cand, st.lim_lo, st.lim_hi, st.lim_tol, s.joint_q, jq)
 
     def _limit_fraction(self, s, c1, q1, h) -> float:
         js = self.js
@@ -1187,11 +1181,6 @@ class Simulator:
             contacts.body_a, contacts.body_b, np.ascontiguousarray(contacts.point), cflags)
         info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
-
-    @staticmethod
-    def _displace(c, q, dx):
-        """Apply small displacements dx (nb, 6) = [translation; rotation vector] to com and orientation."""
-        return RK.displace(c, q, dx)
 
     def _update_breakaway(self, st, coupling_impulse: np.ndarray, h, jq, cmd, broken, lock) -> None:
         """A breakaway DOF's coupling gives way when it transmits more than the breakaway torque; it
