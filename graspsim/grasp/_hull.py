@@ -319,7 +319,7 @@ def _dot(a, b):
 
 
 @njit(cache=True, nogil=True)
-def initial_simplex(G, include_origin, offset, tol):
+def _initial_simplex(G, include_origin, offset, tol):
     """d+1 affinely independent support points of the space (or failure).
 
     Greedy: the first two vertices are the support points along +-e_c for
@@ -719,9 +719,10 @@ def _grow1(a, n):
 
 
 @njit(cache=True, nogil=True)
-def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, full,
+def hull_search(G, include_origin, offset, simplex_tol, tol, fc_tol, degen_tol, full,
                 max_facets, max_iter):
-    """Expanding-polytope search (see module docstring).
+    """Expanding-polytope search (see module docstring), from the simplex of
+    ``_initial_simplex(G, include_origin, offset, simplex_tol)`` (status -5 if there is none).
 
     Returns ``(status, b_min, u_min, n_added, n_facets_alive, volume,
     n_slots)`` where ``b_min`` is the smallest verified facet offset (EPA
@@ -733,6 +734,10 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     """
     res_tol = 0.01 * tol
     d = G.shape[2]
+    u_min = np.zeros(d)
+    init_pts, ok = _initial_simplex(G, include_origin, offset, simplex_tol)
+    if not ok:
+        return -5, 0.0, u_min, 0, 0, 0.0, 0
     interior = np.zeros(d)
     vcap = 64
     V = np.empty((vcap, d))
@@ -767,7 +772,6 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     # hash of the ridge's other vertices; stamps avoid clearing it)
     # (stamps start at 0, below every insertion's stamp n_added >= 1)
     T = np.zeros((1024, 4), np.uint64)
-    u_min = np.zeros(d)
     hb = np.empty(d + 1 if full else fcap)   # full mode: hf is a stack, keys unused
     hf = np.empty(fcap, np.int32)
     nheap = 0

@@ -69,6 +69,7 @@ FloatArray = NDArray[np.float64]
 GEOM_RTOL = 1e-11     # facet verification / visibility
 CLOSURE_RTOL = 1e-10  # epsilon must exceed this for force closure
 DEGEN_RTOL = 1e-13    # pivot threshold for a degenerate facet
+SIMPLEX_RTOL = 1e-9   # least width of the initial simplex's support points
 MAX_SEARCH_ITER = 200_000
 #: default facet limit for the full-hull volume computation
 MAX_VOLUME_FACETS = 2_000_000
@@ -142,11 +143,8 @@ def _search(W: FloatArray, gws: str, offset: FloatArray | None = None, *, full: 
     else:
         off = np.ascontiguousarray(offset, dtype=np.float64)
         S = max(S, float(np.abs(off).max(initial=0.0)))
-    init, ok = _hull.initial_simplex(G, inc, off, 1e-9 * S)
-    if not ok:
-        return -5, 0.0, np.zeros(d), 0, 0, 0.0
-    st, b, u, n_added, n_f, vol, _n_created = _hull.hull_search(
-        G, inc, off, init, GEOM_RTOL * S, CLOSURE_RTOL * S, DEGEN_RTOL * S, full,
+    st, b, u, n_added, n_f, vol, _n_slots = _hull.hull_search(
+        G, inc, off, SIMPLEX_RTOL * S, GEOM_RTOL * S, CLOSURE_RTOL * S, DEGEN_RTOL * S, full,
         max_facets, MAX_SEARCH_ITER)
     return int(st), float(b), u, int(n_added), int(n_f), float(vol)
 
