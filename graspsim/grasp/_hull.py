@@ -822,7 +822,11 @@ def hull_search(G, include_origin, offset, simplex_tol, tol, fc_tol, degen_tol, 
     newf = np.empty(64, np.int64)
     stack = np.empty(64, np.int64)
     visible = np.empty(64, np.int64)
+    all_in = False      # explicit points all inserted: every facet left is a facet of P
     while nheap > 0:
+        if explicit and nrem == 0:
+            all_in = True
+            break
         if full:
             f = hf[nheap - 1]
         else:
@@ -943,6 +947,11 @@ def hull_search(G, include_origin, offset, simplex_tol, tol, fc_tol, degen_tol, 
     for f in range(nf):
         if alive[f]:
             nalive += 1
+            if all_in and FB[f] < b_min:
+                # verified (no point is left to lie beyond it), as a support query would find
+                b_min = FB[f]
+                for c in range(d):
+                    u_min[c] = FU[f, c]
             if full and status == 0:
                 # cone from vertex 0 (a point of the polytope): |det(v_r - v_0)| / d!; the
                 # facets through vertex 0 add nothing
