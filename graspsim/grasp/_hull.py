@@ -749,19 +749,20 @@ def hull_search(G, include_origin, offset, simplex_tol, tol, fc_tol, degen_tol, 
             V[i, c] = init_pts[i, c]
     nv = d + 1
 
-    # Facet arrays (int32 indices: a smaller working set).  In full mode a dead facet's slot is
-    # reused by the next new facet, so the arrays hold about the final hull, not every facet made.
+    # Facet arrays (int32 vertex and neighbour indices: a smaller working set).  In full mode a
+    # dead facet's slot is reused by the next new facet, so the arrays hold about the final hull,
+    # not every facet made.
     fcap = 2048 if full else 256
     FV = np.empty((fcap, d), np.int32)
     FN = np.empty((fcap, d), np.int32)
     FU = np.empty((fcap, d))
     FB = np.empty(fcap)
     alive = np.zeros(fcap, np.bool_)
-    seen = np.empty(fcap, np.int32)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+    seen = np.empty(fcap, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
     for i_ in range(seen.shape[0]):
         seen[i_] = -1
     vis = np.zeros(fcap, np.bool_)
-    free = np.empty(fcap if full else 0, np.int32)   # dead facets' slots (full mode)
+    free = np.empty(fcap if full else 0, np.int64)   # dead facets' slots (full mode)
     nfree = 0
     nf = 0
 
@@ -773,7 +774,7 @@ def hull_search(G, include_origin, offset, simplex_tol, tol, fc_tol, degen_tol, 
     # (stamps start at 0, below every insertion's stamp n_added >= 1)
     T = np.zeros((1024, 4), np.uint64)
     hb = np.empty(d + 1 if full else fcap)   # full mode: hf is a stack, keys unused
-    hf = np.empty(fcap, np.int32)
+    hf = np.empty(fcap, np.int64)
     nheap = 0
     for f in range(d + 1):
         s = 0
@@ -900,7 +901,7 @@ def hull_search(G, include_origin, offset, simplex_tol, tol, fc_tol, degen_tol, 
             FB = _grow1(FB, cap)
             alive = _grow1(alive, cap)
             vis = _grow1(vis, cap)
-            seen2 = np.empty(cap, np.int32)  # (a loop, not np.ones/np.full: a library function fewer to compile)
+            seen2 = np.empty(cap, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
             for i_ in range(seen2.shape[0]):
                 seen2[i_] = -1
             for e in range(seen.shape[0]):
