@@ -42,6 +42,7 @@ import numpy as np
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
 _M3 = np.uint64(0x94D049BB133111EB)
+_CONSUMED = np.uint64(0xFFFFFFFFFFFFFFFF)   # ridge-table entry already matched
 
 
 @njit(cache=True, nogil=True)
@@ -318,7 +319,7 @@ def _dot(a, b):
 
 
 @njit(cache=True, nogil=True)
-def initial_simplex(G, include_origin, offset, tol):
+def _initial_simplex(G, include_origin, offset, tol):
     """d+1 affinely independent support points of the space (or failure).
 
     Greedy: the first two vertices are the support points along +-e_c for
@@ -594,46 +595,54 @@ def _visible_region(FN, FU, FB, p, f0, stamp, tol, seen, vis, visible, stack,
 
 
 @njit(cache=True, nogil=True)
-def _push_new(hb, hf, nheap, FB, first, last, full, bound):
-    """Queue the new facets ``first..last-1``; in EPA mode only those with
+def _push_new(hb, hf, nheap, FB, newf, nnew, full, bound):
+    """Queue the new facets ``newf[:nnew]``; in EPA mode only those with
     offset <= bound (``eps <= ub``: any support value bounds min h, so a
     facet with a larger offset can never be the answer; it stays in the hull
     but out of the queue)."""
     if full:
-        for e in range(first, last):
-            hf[nheap] = e
+        for e in range(nnew):
+            hf[nheap] = newf[e]
             nheap += 1
         return nheap
-    for e in range(first, last):
-        if FB[e] <= bound:
-            _heap_push(hb, hf, nheap, FB[e], e)
+    for e in range(nnew):
+        f = newf[e]
+        if FB[f] <= bound:
+            _heap_push(hb, hf, nheap, FB[f], f)
             nheap += 1
     return nheap
 
 
 @njit(cache=True, nogil=True)
 def _cone_horizon(V, VH, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g, hor_s, hor_h,
-                  interior, res_tol, degen_tol, wA, wperm, wx, tkey, tkey2, tval, tslot, tstamp,
-                  tbits, stamp):
+                  interior, res_tol, degen_tol, wA, wperm, wx, T, stamp, free, nfree, newf):
     """Create the facets ``ridge + q`` for the nh horizon ridges.
 
     Each new facet copies its visible parent with the vertex of the ridge's
     slot replaced by ``q``; its neighbour across the ridge is the hidden
     facet.  New facets sharing a ridge through ``q`` are matched by an
-    open-addressing table keyed by two order-free hashes of the ridge's other
-    vertices (see ``_vertex_hash``).  Returns ``(nf, status)``.
+    open-addressing table ``T`` keyed by two order-free hashes of the ridge's
+    other vertices (see ``_vertex_hash``); a row of ``T`` is (key, key2, stamp,
+    facet << 8 | slot), one cache line per probe.  New facets take the slots
+    ``free[:nfree]`` of dead facets first, then slots from ``nf`` on; their
+    indices go to ``newf[:nh]``.  Returns ``(nf, nfree, status)``.
     """
     d = V.shape[1]
-    n_added = stamp
+    st = np.uint64(stamp)
     status = 0
-    mask = np.uint64((1 << tbits) - 1)
+    mask = np.uint64(T.shape[0] - 1)
     n_open = 0
     for e in range(nh):
         g = hor_g[e]
         s = hor_s[e]
         hh = hor_h[e]
-        nfi = nf
-        nf += 1
+        if nfree > 0:
+            nfree -= 1
+            nfi = np.int64(free[nfree])
+        else:
+            nfi = nf
+            nf += 1
+        newf[e] = nfi
         for c in range(d):
             FV[nfi, c] = FV[g, c]
         FV[nfi, s] = q
@@ -666,29 +675,28 @@ def _cone_horizon(V, VH, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g, hor
             key2 = tot2 - VH[FV[nfi, t], 1]
             slot = key & mask
             matched = False
-            while tstamp[slot] == n_added:
-                if tkey[slot] == key and tkey2[slot] == key2 and tval[slot] >= 0:
-                    of = tval[slot]
-                    ot = tslot[slot]
+            while T[slot, 2] == st:
+                if T[slot, 0] == key and T[slot, 1] == key2 and T[slot, 3] != _CONSUMED:
+                    of = np.int64(T[slot, 3] >> np.uint64(8))
+                    ot = np.int64(T[slot, 3] & np.uint64(255))
                     FN[nfi, t] = of
                     FN[of, ot] = nfi
-                    tval[slot] = -1  # consumed
+                    T[slot, 3] = _CONSUMED
                     n_open -= 1
                     matched = True
                     break
                 slot = (slot + np.uint64(1)) & mask
             if not matched:
-                tstamp[slot] = n_added
-                tkey[slot] = key
-                tkey2[slot] = key2
-                tval[slot] = nfi
-                tslot[slot] = t
+                T[slot, 0] = key
+                T[slot, 1] = key2
+                T[slot, 2] = st
+                T[slot, 3] = (np.uint64(nfi) << np.uint64(8)) | np.uint64(t)
                 n_open += 1
         if status != 0:
             break
     if status == 0 and n_open != 0:
         status = -4
-    return nf, status
+    return nf, nfree, status
 
 
 @njit(cache=True, nogil=True)
@@ -711,19 +719,25 @@ def _grow1(a, n):
 
 
 @njit(cache=True, nogil=True)
-def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, full,
+def hull_search(G, include_origin, offset, simplex_tol, tol, fc_tol, degen_tol, full,
                 max_facets, max_iter):
-    """Expanding-polytope search (see module docstring).
+    """Expanding-polytope search (see module docstring), from the simplex of
+    ``_initial_simplex(G, include_origin, offset, simplex_tol)`` (status -5 if there is none).
 
     Returns ``(status, b_min, u_min, n_added, n_facets_alive, volume,
-    n_facets_created)`` where ``b_min`` is the smallest verified facet offset
-    (EPA mode: the epsilon candidate), ``u_min`` its unit normal and
-    ``volume`` the d-volume of the final polytope (meaningful only when
-    ``full``).  Array work is written as loops: array expressions cost
+    n_slots)`` where ``b_min`` is the smallest verified facet offset (EPA
+    mode: the epsilon candidate), ``u_min`` its unit normal, ``volume`` the
+    d-volume of the final polytope (meaningful only when ``full``) and
+    ``n_slots`` the facet slots used (in full mode a dead facet's slot is
+    reused).  Array work is written as loops: array expressions cost
     seconds of JIT compilation each.
     """
     res_tol = 0.01 * tol
     d = G.shape[2]
+    u_min = np.zeros(d)
+    init_pts, ok = _initial_simplex(G, include_origin, offset, simplex_tol)
+    if not ok:
+        return -5, 0.0, u_min, 0, 0, 0.0, 0
     interior = np.zeros(d)
     vcap = 64
     V = np.empty((vcap, d))
@@ -735,9 +749,12 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
             V[i, c] = init_pts[i, c]
     nv = d + 1
 
-    fcap = 4096 if full else 256
-    FV = np.empty((fcap, d), np.int64)
-    FN = np.empty((fcap, d), np.int64)
+    # Facet arrays (int32 vertex and neighbour indices: a smaller working set).  In full mode a
+    # dead facet's slot is reused by the next new facet, so the arrays hold about the final hull,
+    # not every facet made.
+    fcap = 2048 if full else 256
+    FV = np.empty((fcap, d), np.int32)
+    FN = np.empty((fcap, d), np.int32)
     FU = np.empty((fcap, d))
     FB = np.empty(fcap)
     alive = np.zeros(fcap, np.bool_)
@@ -745,6 +762,8 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     for i_ in range(seen.shape[0]):
         seen[i_] = -1
     vis = np.zeros(fcap, np.bool_)
+    free = np.empty(fcap if full else 0, np.int64)   # dead facets' slots (full mode)
+    nfree = 0
     nf = 0
 
     wA = np.empty((d - 1, d))
@@ -752,16 +771,9 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     wx = np.empty(d)
     # open-addressing table matching the new ridges through p (keys: order-free
     # hash of the ridge's other vertices; stamps avoid clearing it)
-    tbits = 10
-    tkey = np.zeros(1 << tbits, np.uint64)
-    tkey2 = np.zeros(1 << tbits, np.uint64)
-    tval = np.zeros(1 << tbits, np.int64)
-    tslot = np.zeros(1 << tbits, np.int64)
-    tstamp = np.empty(1 << tbits, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
-    for i_ in range(tstamp.shape[0]):
-        tstamp[i_] = -1
-    u_min = np.zeros(d)
-    hb = np.empty(fcap)
+    # (stamps start at 0, below every insertion's stamp n_added >= 1)
+    T = np.zeros((1024, 4), np.uint64)
+    hb = np.empty(d + 1 if full else fcap)   # full mode: hf is a stack, keys unused
     hf = np.empty(fcap, np.int64)
     nheap = 0
     for f in range(d + 1):
@@ -808,9 +820,14 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     hor_g = np.empty(64, np.int64)
     hor_s = np.empty(64, np.int64)
     hor_h = np.empty(64, np.int64)
+    newf = np.empty(64, np.int64)
     stack = np.empty(64, np.int64)
     visible = np.empty(64, np.int64)
+    all_in = False      # explicit points all inserted: every facet left is a facet of P
     while nheap > 0:
+        if explicit and nrem == 0:
+            all_in = True
+            break
         if full:
             f = hf[nheap - 1]
         else:
@@ -869,12 +886,14 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
             hor_g = np.empty(cap, np.int64)
             hor_s = np.empty(cap, np.int64)
             hor_h = np.empty(cap, np.int64)
+            newf = np.empty(cap, np.int64)
         nvis, nh = _visible_region(FN, FU, FB, p, f, n_added, tol, seen, vis, visible, stack,
                                    hor_g, hor_s, hor_h)
-        # ---- capacity
-        if nf + nh > FV.shape[0]:
+        # ---- capacity (slots: the free ones first)
+        top = nf + max(0, nh - nfree)
+        if top > FV.shape[0]:
             cap = FV.shape[0]
-            while nf + nh > cap:
+            while top > cap:
                 cap *= 2
             FV = _grow2(FV, cap)
             FN = _grow2(FN, cap)
@@ -888,34 +907,37 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
             for e in range(seen.shape[0]):
                 seen2[e] = seen[e]
             seen = seen2
-        if full and nf + nh > max_facets:
+            if full:
+                free = _grow1(free, cap)
+        if full and nf - nfree + nh > max_facets:
             status = -3
             break
         # ---- cone the horizon to p
         need = nh * (d - 1) * 2
-        if need > tkey.shape[0]:
-            while (1 << tbits) < need:
-                tbits += 1
-            tkey = np.zeros(1 << tbits, np.uint64)
-            tkey2 = np.zeros(1 << tbits, np.uint64)
-            tval = np.zeros(1 << tbits, np.int64)
-            tslot = np.zeros(1 << tbits, np.int64)
-            tstamp = np.empty(1 << tbits, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
-            for i_ in range(tstamp.shape[0]):
-                tstamp[i_] = -1
-        first_new = nf
-        nf, status = _cone_horizon(V, VH, FV, FN, FU, FB, alive, vis, seen, q, nf, nh, hor_g,
-                                   hor_s, hor_h, interior, res_tol, degen_tol, wA, wperm, wx,
-                                   tkey, tkey2, tval, tslot, tstamp, tbits, n_added)
+        if need > T.shape[0]:
+            tcap = T.shape[0]
+            while tcap < need:
+                tcap *= 2
+            T = np.zeros((tcap, 4), np.uint64)
+        nf, nfree, status = _cone_horizon(V, VH, FV, FN, FU, FB, alive, vis, seen, q, nf, nh,
+                                          hor_g, hor_s, hor_h, interior, res_tol, degen_tol, wA,
+                                          wperm, wx, T, n_added, free, nfree, newf)
         if status != 0:
             break
         for e in range(nvis):
             alive[visible[e]] = False
-        if nheap + nf - first_new > hb.shape[0]:
-            cap = 2 * (nheap + nf - first_new)
-            hb = _grow1(hb, cap)
+        if full:
+            # a dead facet is no one's neighbour any more: its slot is free.  (A stale entry of
+            # the stack may then name a new facet: it is checked twice, which changes nothing.)
+            for e in range(nvis):
+                free[nfree] = visible[e]
+                nfree += 1
+        if nheap + nh > hf.shape[0]:
+            cap = 2 * (nheap + nh)
+            if not full:
+                hb = _grow1(hb, cap)
             hf = _grow1(hf, cap)
-        nheap = _push_new(hb, hf, nheap, FB, first_new, nf, full, ub + tol)
+        nheap = _push_new(hb, hf, nheap, FB, newf, nh, full, ub + tol)
 
     nalive = 0
     vol = 0.0
@@ -926,6 +948,11 @@ def hull_search(G, include_origin, offset, init_pts, tol, fc_tol, degen_tol, ful
     for f in range(nf):
         if alive[f]:
             nalive += 1
+            if all_in and FB[f] < b_min:
+                # verified (no point is left to lie beyond it), as a support query would find
+                b_min = FB[f]
+                for c in range(d):
+                    u_min[c] = FU[f, c]
             if full and status == 0:
                 # cone from vertex 0 (a point of the polytope): |det(v_r - v_0)| / d!; the
                 # facets through vertex 0 add nothing

@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _hull
-from .closure import affine_rank, linear_rank
+from .closure import RANK_RTOL, affine_rank, linear_rank
 from .wrenches import primitive_wrenches
 
 __all__ = [
@@ -69,6 +69,7 @@ FloatArray = NDArray[np.float64]
 GEOM_RTOL = 1e-11     # facet verification / visibility
 CLOSURE_RTOL = 1e-10  # epsilon must exceed this for force closure
 DEGEN_RTOL = 1e-13    # pivot threshold for a degenerate facet
+SIMPLEX_RTOL = 1e-9   # least width of the initial simplex's support points
 MAX_SEARCH_ITER = 200_000
 #: default facet limit for the full-hull volume computation
 MAX_VOLUME_FACETS = 2_000_000
@@ -142,11 +143,8 @@ def _search(W: FloatArray, gws: str, offset: FloatArray | None = None, *, full: 
     else:
         off = np.ascontiguousarray(offset, dtype=np.float64)
         S = max(S, float(np.abs(off).max(initial=0.0)))
-    init, ok = _hull.initial_simplex(G, inc, off, 1e-9 * S)
-    if not ok:
-        return -5, 0.0, np.zeros(d), 0, 0, 0.0
-    st, b, u, n_added, n_f, vol, _n_created = _hull.hull_search(
-        G, inc, off, init, GEOM_RTOL * S, CLOSURE_RTOL * S, DEGEN_RTOL * S, full,
+    st, b, u, n_added, n_f, vol, _n_slots = _hull.hull_search(
+        G, inc, off, SIMPLEX_RTOL * S, GEOM_RTOL * S, CLOSURE_RTOL * S, DEGEN_RTOL * S, full,
         max_facets, MAX_SEARCH_ITER)
     return int(st), float(b), u, int(n_added), int(n_f), float(vol)
 
@@ -216,29 +214,53 @@ def analyze_wrenches(wrenches: ArrayLike, gws: str = "L1", *, volume: bool = Fal
     return _analyze(_as_wrench_array(wrenches), _check_space(gws), volume)
 
 
+def _rank_certified(W: FloatArray, gws: str, eps: float, S: float) -> bool:
+    """Does a ball of radius ``eps`` about the origin inside the space prove that the rank test
+    (:func:`_space_rank`: singular values above ``RANK_RTOL`` times the largest) finds full rank?
+
+    Then the SVD is not needed.  ``n`` wrenches, ``S`` = :func:`_scale`.  L1: the width of
+    ``conv(W)`` is at least ``2 eps`` in every direction u, so the two extreme wrenches alone give
+    ``sum_j ((w_j - mean).u)^2 >= 2 eps^2``, i.e. ``sigma_min >= sqrt(2) eps``, while ``sigma_max
+    <= |W - mean|_F <= 2 sqrt(n) S``.  Linf: ``eps <= h(u) <= k max(0, max_j w_j.u)`` (eq. 8), so
+    ``sigma_min >= eps / k``, while ``sigma_max <= sqrt(n) S / k``.  A factor 2 to spare.
+    """
+    n = W.shape[0] * W.shape[1]
+    if gws == "L1":
+        return np.sqrt(2.0) * eps > 2.0 * RANK_RTOL * 2.0 * np.sqrt(n) * S
+    return eps > 2.0 * RANK_RTOL * np.sqrt(n) * S
+
+
 def _analyze(W: FloatArray, gws: str, volume: bool) -> GraspQuality:
     """:func:`analyze_wrenches` on a checked (k, M, d) array."""
     k, _, d = W.shape
     if k == 0:
         return GraspQuality(False, 0.0, gws, W, None, 0, 0, 0.0)
-    rank = _space_rank(W, gws)
-    if rank < d:
-        # lower-dimensional space: no interior, no volume (never call qhull)
-        return GraspQuality(False, 0.0, gws, W, None, rank, 0, 0.0)
     S = _scale(W, gws)
+    # The search runs first: when it finds closure with an epsilon well above the rank threshold,
+    # the space is full-dimensional (_rank_certified) and the rank's SVD is skipped.  Otherwise the
+    # rank decides as before: a lower-dimensional space has no interior and no volume, whatever
+    # the search found on it (and qhull is never called for it).
+    rank = 0
     if volume:
         # One full hull gives both: every facet is verified, so the smallest facet offset is
         # epsilon (eq. 9) when it is positive, and the volume is the hull's.  Numerical trouble:
         # the epsilon search below, then the volume as gws_volume computes it.
         st, b, u, n_added, _, vol = _search(W, gws, full=True, S=S)
+        fc = st == 0 and b > CLOSURE_RTOL * S
+        rank = d if fc and _rank_certified(W, gws, b, S) else _space_rank(W, gws)
+        if rank < d:
+            return GraspQuality(False, 0.0, gws, W, None, rank, 0, 0.0)
         if st == -3:
             raise _facet_limit(W, gws, MAX_VOLUME_FACETS)
         if st == 0:
-            fc = b > CLOSURE_RTOL * S
             return GraspQuality(bool(fc), b if fc else 0.0, gws, W, u.copy(), rank, n_added, vol)
     st, b, u, n_added, _, _ = _search(W, gws, S=S)
+    fc = st == 0 and b > CLOSURE_RTOL * S
+    if rank < d:
+        rank = d if fc and _rank_certified(W, gws, b, S) else _space_rank(W, gws)
+        if rank < d:
+            return GraspQuality(False, 0.0, gws, W, None, rank, 0, 0.0)
     if st == 0:
-        fc = b > CLOSURE_RTOL * S
         res = GraspQuality(bool(fc), b if fc else 0.0, gws, W, u.copy(), rank, n_added)
     elif st == 2:
         res = GraspQuality(False, 0.0, gws, W, u.copy(), rank, n_added)

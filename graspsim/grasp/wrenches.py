@@ -43,6 +43,7 @@ neither the convex hull nor the Minkowski sum.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -61,13 +62,17 @@ FloatArray = NDArray[np.float64]
 
 #: normals shorter than this are rejected as zero-length
 ZERO_NORMAL = 1e-12
+#: the (x, y) part of the default first-tangent seed: row 0 for e_y, row 1 for e_x
+_AXES = np.array([[0.0, 1.0], [1.0, 0.0]])
+_AXES.flags.writeable = False
 
 
-def _cross(a: FloatArray, b: FloatArray) -> FloatArray:
+def _cross(a: FloatArray, b: FloatArray, out: FloatArray | None = None) -> FloatArray:
     """``a x b`` over the last axis (broadcast), the same arithmetic as ``np.cross``
     (``a1 b2 - a2 b1``, ...) without its axis juggling, which costs more than the products
-    for the few contacts of a grasp."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    for the few contacts of a grasp.  ``out``: where to write it (the broadcast shape)."""
+    if out is None:
+        out = np.empty(np.broadcast_shapes(a.shape, b.shape))
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
     out[..., 0] = a1 * b2 - a2 * b1
@@ -110,6 +115,10 @@ def _as_rows(name: str, x: ArrayLike, k: int | None, width: int) -> FloatArray:
 
 
 def _per_contact(name: str, x: ArrayLike, k: int, *, nonneg: bool = True) -> FloatArray:
+    if type(x) is float or type(x) is int:      # the common scalar: checked without numpy
+        v = float(x)
+        if math.isfinite(v) and (v >= 0.0 or not nonneg):
+            return np.full(k, v)
     a = np.asarray(x, dtype=np.float64)
     if a.ndim == 0:
         a = np.full(k, float(a))
@@ -139,7 +148,7 @@ def validate_contacts(
     P = _as_rows("points", points, None, 3)
     k = P.shape[0]
     N = _as_rows("normals", normals, k, 3)
-    length = np.linalg.norm(N, axis=1)
+    length = np.sqrt(np.add.reduce(N * N, axis=1))      # np.linalg.norm's arithmetic, less glue
     if (length < ZERO_NORMAL).any():
         row = int(np.argmax(length < ZERO_NORMAL))
         raise ValueError(f"normals: row {row} has zero length ({N[row]!r})")
@@ -150,7 +159,7 @@ def validate_contacts(
         raise ValueError(f"center must have shape (3,), got {np.shape(center)}")
     _finite_rows("center", C)
     ts = float(torque_scale)
-    if not np.isfinite(ts) or ts <= 0.0:
+    if not math.isfinite(ts) or ts <= 0.0:
         raise ValueError(f"torque_scale must be finite and > 0, got {torque_scale!r}")
     T = None if tangents is None else _as_rows("tangents", tangents, k, 3)
     return P, N, MU, C, ts, T
@@ -167,20 +176,24 @@ def tangent_basis(normals: FloatArray, tangents: FloatArray | None = None
     """
     n = np.asarray(normals, dtype=np.float64)
     if tangents is None:
-        a = np.zeros_like(n)
+        # a = e_x, or e_y where the normal is near x: a.n is n_x or n_y exactly, and a - (a.n) n
+        # is -(a.n) n plus 1 in a's coordinate (the same roundings as the general formula)
         use_x = np.abs(n[:, 0]) < 0.9
-        a[use_x, 0] = 1.0
-        a[~use_x, 1] = 1.0
+        t1 = np.where(use_x, n[:, 0], n[:, 1])[:, None] * n
+        np.negative(t1, out=t1)
+        t1[:, :2] += _AXES[use_x.view(np.int8)]
+        a_len = 1.0
     else:
         a = np.asarray(tangents, dtype=np.float64)
-    t1 = a - np.sum(a * n, axis=1, keepdims=True) * n
-    length = np.linalg.norm(t1, axis=1)
-    tiny = length < 1e-9 * np.maximum(np.linalg.norm(a, axis=1), 1e-300)
+        t1 = a - np.sum(a * n, axis=1, keepdims=True) * n
+        a_len = np.maximum(np.linalg.norm(a, axis=1), 1e-300)
+    length = np.sqrt(np.add.reduce(t1 * t1, axis=1))    # np.linalg.norm's arithmetic
+    tiny = length < 1e-9 * a_len
     if tiny.any():
         row = int(np.argmax(tiny))
         raise ValueError(f"tangents: row {row} is zero or parallel to its normal")
-    t1 = t1 / length[:, None]
-    t2 = _cross(n, t1)
+    t1 /= length[:, None]
+    t2 = _cross(n, t1, np.empty_like(t1))
     return t1, t2
 
 
@@ -234,14 +247,22 @@ def primitive_wrenches(
     r = P - C
     W = np.empty(F.shape[:2] + (6,))
     W[:, :, :3] = F
-    W[:, :, 3:] = _cross(r[:, None, :], F)
-    W[:, :, 3:] *= ts
-    soft_in = np.asarray(soft)
-    if soft_in.ndim > 1 or (soft_in.ndim == 1 and soft_in.shape != (k,)):
-        raise ValueError(f"soft must be a bool or have shape ({k},), got {soft_in.shape}")
-    soft_a = np.broadcast_to(soft_in.astype(bool), (k,))
+    _cross(r[:, None, :], F, W[:, :, 3:])
+    if ts != 1.0:       # (x * 1.0 is x)
+        W[:, :, 3:] *= ts
+    if type(soft) is bool:      # the common case, without numpy
+        soft_a = None
+        any_soft = soft and k > 0
+    else:
+        soft_in = np.asarray(soft)
+        if soft_in.ndim > 1 or (soft_in.ndim == 1 and soft_in.shape != (k,)):
+            raise ValueError(f"soft must be a bool or have shape ({k},), got {soft_in.shape}")
+        soft_a = np.broadcast_to(soft_in.astype(bool), (k,))
+        any_soft = bool(soft_a.any())
     g = _per_contact("gamma", gamma, k)
-    if soft_a.any():
+    if any_soft:
+        if soft_a is None:
+            soft_a = np.ones(k, bool)
         base = np.concatenate([N, ts * _cross(r, N)], axis=1)  # (k, 6)
         tors = np.zeros((k, 6))
         tors[:, 3:] = ts * g[:, None] * N
