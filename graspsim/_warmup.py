@@ -56,8 +56,8 @@ GROUPS = {
 # starting ~2.5 s later.  With the polygon reduction in the helper, the helper finished 5 s last.
 # Again 2026-11-25 (load 1.7, 141 kernels, cylinder routines and library sorts gone): main 26-27 s
 # of compile CPU + 2 s, helper 32-34 s (island 24-25, hull 8.5) + 1 s; the main process now waits
-# ~7 s for the helper.  Moving the whole hull group to it would make it the longer one; a finer
-# split (initial_simplex, ~1.3 s, without hull_search) needs its callees in their own file.
+# ~7 s for the helper.  Moving the whole hull group to it would make it the longer one (the hull
+# group has one top-level kernel, hull_search, since its initial simplex became a helper).
 HELPER_GROUPS = ("island", "hull")
 ENV = "GRASPSIM_WARMUP"                 # "0": no helper; or the groups it compiles, comma-separated
 MANIFEST_ENV = "GRASPSIM_KERNEL_MANIFEST"
