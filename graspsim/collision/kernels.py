@@ -52,6 +52,12 @@ RIM_SAMPLES = 16       # points on a cylinder's rim when its cap lies flat on a 
 #: face's prism: those are edge-edge situations (handled with the closest-point normal)
 STEEP_SIN = 0.5
 FACING = 0.0175        # an edge makes face contacts only with faces its own faces look at: -n_adj.n_f > sin(1 deg)
+#: leaf clusters per super cluster (the culling hierarchy's upper level; pool.py lays them out)
+SUPER = 8
+#: m added to the margin of a super cluster's test: a super cluster contains its clusters exactly, so
+#: it passes whenever one of them does, with room for the rounding of the carried bounds (~1e-16 m);
+#: and shapes whose oriented boxes are further apart than the threshold plus this have no candidate
+CULL_EPS = 1e-9
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,15 +181,23 @@ def _carried_meets(lo, hi, r, R, t, blo, bhi, m):
 
 
 @njit(cache=True)
+def _n_super(ncl):
+    """Super clusters of a shape with ``ncl`` clusters (none for a few: the leaves are tested directly)."""
+    return (ncl + SUPER - 1) // SUPER if ncl > SUPER else 0
+
+
+@njit(cache=True)
 def _cull(P, ib, blo, bhi, m, carried, R, t, olo, ohi):
     """Indices (ascending) of body ib's triangles whose bounds meet [blo, bhi] inflated by m (ib's
-    shape frame); clusters of triangles whose joint bounds miss are skipped whole.  With
-    ``carried``, a triangle (cluster) must also meet [olo, ohi] + m in the other body's frame,
-    its bounds carried there by x_O = R x + t: [blo, bhi] is then the other body's bounds seen
-    from ib, which for a large or tilted body (a table under a held mug) covers all of ib, and the
-    second test is the tight one."""
+    shape frame); clusters of triangles whose joint bounds miss are skipped whole, and so are super
+    clusters (SUPER consecutive clusters; their rows follow the shape's clusters) that miss by more
+    than CULL_EPS.  With ``carried``, a triangle (cluster) must also meet [olo, ohi] + m in the other
+    body's frame, its bounds carried there by x_O = R x + t: [blo, bhi] is then the other body's
+    bounds seen from ib, which for a large or tilted body (a table under a held mug) covers all of
+    ib, and the second test is the tight one."""
     nt = P[P_TCNT][ib]
-    t_end = P[P_TOFF][ib] + nt
+    t0 = P[P_TOFF][ib]
+    t_end = t0 + nt
     CLT = P[P_CLT]
     CLS = P[P_CLS]
     CLLO = P[P_CLLO]
@@ -192,22 +206,50 @@ def _cull(P, ib, blo, bhi, m, carried, R, t, olo, ohi):
     TBHI = P[P_TBHI]
     c0 = P[P_COFF][ib]
     c1 = c0 + P[P_CCNT][ib]
+    nsup = _n_super(c1 - c0)
+    ms = m + CULL_EPS
     out = np.empty(nt, np.int64)
     k = 0
-    for c in range(c0, c1):
-        if not _boxes_meet(CLLO, CLHI, c, blo, bhi, m) or (
-                carried and not _carried_meets(CLLO, CLHI, c, R, t, olo, ohi, m)):
-            continue
-        end = CLS[c + 1] if c + 1 < c1 else t_end
-        for x in range(CLS[c], end):
-            tr = CLT[x]
-            if _boxes_meet(TBLO, TBHI, tr, blo, bhi, m) and (
-                    not carried or _carried_meets(TBLO, TBHI, tr, R, t, olo, ohi, m)):
-                out[k] = tr
+    for s in range(max(nsup, 1)):
+        ca = c0
+        cb = c1
+        if nsup:
+            r = c1 + s
+            if not _boxes_meet(CLLO, CLHI, r, blo, bhi, ms) or (
+                    carried and not _carried_meets(CLLO, CLHI, r, R, t, olo, ohi, ms)):
+                continue
+            ca = c0 + s * SUPER
+            cb = min(ca + SUPER, c1)
+        for c in range(ca, cb):
+            if not _boxes_meet(CLLO, CLHI, c, blo, bhi, m) or (
+                    carried and not _carried_meets(CLLO, CLHI, c, R, t, olo, ohi, m)):
+                continue
+            end = CLS[c + 1] if c + 1 < c1 else t_end
+            for x in range(CLS[c], end):
+                tr = CLT[x]
+                if _boxes_meet(TBLO, TBHI, tr, blo, bhi, m) and (
+                        not carried or _carried_meets(TBLO, TBHI, tr, R, t, olo, ohi, m)):
+                    out[k] = tr
+                    k += 1
+    # ascending (distinct indices): a few by insertion, many by marking them -- no library sort
+    if k <= 32:
+        for i in range(1, k):
+            e = out[i]
+            j = i
+            while j > 0 and out[j - 1] > e:
+                out[j] = out[j - 1]
+                j -= 1
+            out[j] = e
+    else:
+        mark = np.zeros(nt, np.bool_)
+        for i in range(k):
+            mark[out[i] - t0] = True
+        k = 0
+        for j in range(nt):
+            if mark[j]:
+                out[k] = t0 + j
                 k += 1
-    res = out[:k]
-    res.sort()
-    return res
+    return out[:k]
 
 
 @njit(cache=True)
@@ -967,6 +1009,56 @@ def broadphase(X, pairs, lo, hi, valid, margin):
 
 
 @njit(cache=True)
+def _obb_apart(XA, loA, hiA, XB, loB, hiB, d):
+    """Are two oriented boxes (world poses ``X`` (4, 4) of their frames, bounds ``lo``/``hi`` (3,)
+    there) more than ``d`` apart along one of the 15 separating axes?  Then every point of one is
+    more than d from every point of the other (a projection on a unit axis never lengthens a
+    distance)."""
+    ca0 = XA[0, 3]
+    ca1 = XA[1, 3]
+    ca2 = XA[2, 3]
+    cb0 = XB[0, 3]
+    cb1 = XB[1, 3]
+    cb2 = XB[2, 3]
+    for k in range(3):
+        ma = 0.5 * (loA[k] + hiA[k])
+        mb = 0.5 * (loB[k] + hiB[k])
+        ca0 += XA[0, k] * ma
+        ca1 += XA[1, k] * ma
+        ca2 += XA[2, k] * ma
+        cb0 += XB[0, k] * mb
+        cb1 += XB[1, k] * mb
+        cb2 += XB[2, k] * mb
+    d0 = cb0 - ca0
+    d1 = cb1 - ca1
+    d2 = cb2 - ca2
+    for ax in range(15):
+        if ax < 3:
+            l0, l1, l2 = XA[0, ax], XA[1, ax], XA[2, ax]
+        elif ax < 6:
+            l0, l1, l2 = XB[0, ax - 3], XB[1, ax - 3], XB[2, ax - 3]
+        else:
+            p = (ax - 6) // 3
+            q = (ax - 6) % 3
+            a0, a1, a2 = XA[0, p], XA[1, p], XA[2, p]
+            b0, b1, b2 = XB[0, q], XB[1, q], XB[2, q]
+            l0 = a1 * b2 - a2 * b1
+            l1 = a2 * b0 - a0 * b2
+            l2 = a0 * b1 - a1 * b0
+        n = math.sqrt(l0 * l0 + l1 * l1 + l2 * l2)
+        if n < 1e-3:        # (nearly) parallel edges: no axis (skipping one only tests less)
+            continue
+        rA = 0.0
+        rB = 0.0
+        for k in range(3):
+            rA += 0.5 * (hiA[k] - loA[k]) * abs(l0 * XA[0, k] + l1 * XA[1, k] + l2 * XA[2, k])
+            rB += 0.5 * (hiB[k] - loB[k]) * abs(l0 * XB[0, k] + l1 * XB[1, k] + l2 * XB[2, k])
+        if abs(l0 * d0 + l1 * d1 + l2 * d2) - rA - rB > d * n:
+            return True
+    return False
+
+
+@njit(cache=True)
 def _cyl_candidates(ia, ib, X, P, thr, C, C2):
     """Candidates of a cylinder against a sphere or a polyhedron: (cnt, cnt2, handled); handled is
     False for any other pair (then :func:`pair_candidates` goes on as without cylinders)."""
@@ -999,6 +1091,11 @@ def pair_candidates(ia, ib, X, P, thr, C, C2, cyl=None):
     never compile the cylinder routines (about 2 s); with None a cylinder would be taken for its
     prism (callers pass True for worlds with one: ``CollisionModel._cyl``).
     """
+    # every candidate joins points of the two shapes within thr (up to rounding): none for shapes
+    # whose oriented boxes are further apart (the broad phase's world boxes of a finger beside a
+    # mug meet, their own boxes need not)
+    if _obb_apart(X[ia], P[P_LO][ia], P[P_HI][ia], X[ib], P[P_LO][ib], P[P_HI][ib], thr + CULL_EPS):
+        return 0
     ka = P[P_KIND][ia]
     kb = P[P_KIND][ib]
     ra = ka == SPHERE or ka == CAPSULE
