@@ -354,6 +354,40 @@ def _face_clip(p, q, a, b, c, n, hlo, hhi):
     return s0, s1, h0, hd
 
 
+@njit(cache=True)
+def _face_clip_m(p, d, h0, TD, j, hlo, hhi):
+    """:func:`_face_clip` of segment p + s d against triangle row j of ``TD`` (corners, normal,
+    in-plane side normals: see _poly_pass), h0 = (p - a).n given: the same arithmetic, so the same
+    numbers."""
+    s0 = 0.0
+    s1 = 1.0
+    for k in range(3):
+        u = (TD[j, 3 * k], TD[j, 3 * k + 1], TD[j, 3 * k + 2])
+        mvec = (TD[j, 12 + 3 * k], TD[j, 13 + 3 * k], TD[j, 14 + 3 * k])
+        f0 = dot(sub(p, u), mvec)
+        fd = dot(d, mvec)
+        if abs(fd) <= 1e-300:
+            if f0 < 0.0:
+                return 1.0, 0.0, 0.0, 0.0
+        elif fd > 0.0:
+            s0 = max(s0, -f0 / fd)
+        else:
+            s1 = min(s1, -f0 / fd)
+        if s0 > s1:
+            return 1.0, 0.0, 0.0, 0.0
+    hd = dot(d, (TD[j, 9], TD[j, 10], TD[j, 11]))
+    if abs(hd) <= 1e-300:
+        if h0 > hhi or h0 < hlo:
+            return 1.0, 0.0, h0, hd
+    elif hd > 0.0:
+        s1 = min(s1, (hhi - h0) / hd)
+        s0 = max(s0, (hlo - h0) / hd)
+    else:
+        s0 = max(s0, (hhi - h0) / hd)
+        s1 = min(s1, (hlo - h0) / hd)
+    return s0, s1, h0, hd
+
+
 # ---------------------------------------------------------------------------------------------
 # pair kernels
 
@@ -455,6 +489,22 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
     TBhi = P[P_TBHI]
     EN = P[P_EN]
     RB, tB = _rt(X[ib])
+    # ib's triangles once for all edges: corners, normal and the in-plane normals of the sides
+    # (what _face_clip computes per edge-triangle pair)
+    TD = np.empty((tris.size, 21))
+    for j in range(tris.size):
+        a, b, c, n = _tri(P, tris[j])
+        m0 = cross(n, sub(b, a))
+        m1 = cross(n, sub(c, b))
+        m2 = cross(n, sub(a, c))
+        for i in range(3):
+            TD[j, i] = a[i]
+            TD[j, 3 + i] = b[i]
+            TD[j, 6 + i] = c[i]
+            TD[j, 9 + i] = n[i]
+            TD[j, 12 + i] = m0[i]
+            TD[j, 15 + i] = m1[i]
+            TD[j, 18 + i] = m2[i]
     near = False
     for e in edges:
         p = v3(VA_[E[e, 0] - v0])
@@ -463,19 +513,23 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
         Ld = norm(d)
         n1 = _mv(R, EN[e, 0])  # normals of the edge's faces, in ib's frame
         n2 = _mv(R, EN[e, 1])
-        for tr in tris:
+        for j in range(tris.size):
+            tr = tris[j]
             if not _seg_box(p, q, TBlo[tr], TBhi[tr], thr):
                 continue
-            a, b, c, n = _tri(P, tr)
+            a = (TD[j, 0], TD[j, 1], TD[j, 2])
+            n = (TD[j, 9], TD[j, 10], TD[j, 11])
             hp = dot(sub(p, a), n)
             hq = dot(sub(q, a), n)
             if (hp > thr and hq > thr) or (hp < -thr and hq < -thr):
                 continue  # the edge never comes within thr of the triangle's plane
             near = True
+            b = (TD[j, 3], TD[j, 4], TD[j, 5])
+            c = (TD[j, 6], TD[j, 7], TD[j, 8])
             if not sharp:
                 if -dot(n1, n) <= FACING and -dot(n2, n) <= FACING:
                     continue  # grazing: neither of the edge's faces looks at this face
-                s0, s1, h0, hd = _face_clip(p, q, a, b, c, n, -thr, thr)
+                s0, s1, h0, hd = _face_clip_m(p, d, hp, TD, j, -thr, thr)
                 if s0 <= s1:
                     steep = abs(hd) > STEEP_SIN * Ld
                     if s0 == 0.0 or not steep:
