@@ -52,6 +52,7 @@ RIM_SAMPLES = 16       # points on a cylinder's rim when its cap lies flat on a 
 #: face's prism: those are edge-edge situations (handled with the closest-point normal)
 STEEP_SIN = 0.5
 FACING = 0.0175        # an edge makes face contacts only with faces its own faces look at: -n_adj.n_f > sin(1 deg)
+RUN = 8                # the reduction's merge sorts start from runs of this many sorted by insertion
 #: leaf clusters per super cluster (the culling hierarchy's upper level; pool.py lays them out)
 SUPER = 8
 #: m added to the margin of a super cluster's test: a super cluster contains its clusters exactly, so
@@ -806,21 +807,44 @@ def _cross2(ox, oy, ax_, ay, bx, by):
 
 
 @njit(cache=True)
+def _lex_gt(uv, a, b):
+    """Does point a come after point b in (u, v) order?"""
+    return uv[a, 0] > uv[b, 0] or (uv[a, 0] == uv[b, 0] and uv[a, 1] > uv[b, 1])
+
+
+@njit(cache=True)
 def _lexorder(uv, idx):
-    """idx sorted by (u, v) (insertion sort: few points)."""
-    o = idx.copy()
-    for i in range(1, o.size):
-        j = i
-        while j > 0:
-            a = o[j - 1]
-            b = o[j]
-            if uv[a, 0] > uv[b, 0] or (uv[a, 0] == uv[b, 0] and uv[a, 1] > uv[b, 1]):
-                o[j - 1] = b
-                o[j] = a
+    """idx sorted by (u, v), ties in their order (a stable sort: one permutation whatever the
+    algorithm), bottom-up merge sort from runs of RUN sorted by insertion."""
+    n = idx.size
+    a = idx.copy()
+    for lo in range(0, n, RUN):
+        hi = min(lo + RUN, n)
+        for i in range(lo + 1, hi):
+            e = a[i]
+            j = i
+            while j > lo and _lex_gt(uv, a[j - 1], e):
+                a[j] = a[j - 1]
                 j -= 1
-            else:
-                break
-    return o
+            a[j] = e
+    b = np.empty(n, np.int64)
+    w = RUN
+    while w < n:
+        for lo in range(0, n, 2 * w):
+            mid = min(lo + w, n)
+            hi = min(lo + 2 * w, n)
+            i = lo
+            j = mid
+            for o in range(lo, hi):
+                if i < mid and (j >= hi or not _lex_gt(uv, a[i], a[j])):   # left first on ties (stable)
+                    b[o] = a[i]
+                    i += 1
+                else:
+                    b[o] = a[j]
+                    j += 1
+        a, b = b, a
+        w *= 2
+    return a
 
 
 @njit(cache=True)
@@ -830,9 +854,16 @@ def _stable_order(C, m, col):
     out so that the first run compiles no library sort."""
     a = np.empty(m, np.int64)
     b = np.empty(m, np.int64)
-    for i in range(m):
-        a[i] = i
-    w = 1
+    for lo in range(0, m, RUN):     # runs of RUN by insertion (stable: strict comparison)
+        hi = min(lo + RUN, m)
+        for i in range(lo, hi):
+            x = C[i, col]
+            j = i
+            while j > lo and C[a[j - 1], col] > x:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = i
+    w = RUN
     while w < m:
         for lo in range(0, m, 2 * w):
             mid = min(lo + w, m)
@@ -916,6 +947,10 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
     idx = np.empty(m, np.int64)   # candidate row of each kept point
     uv = np.empty((m, 2))
     sep = np.empty(m)
+    byu = np.empty(m, np.int64)   # the kept points by increasing u
+    # a kept point whose u differs by more than this cannot be within region_tol (it fails the
+    # test below, rounding included): only the kept points in that window of u are tested
+    win = 1.0001 * region_tol
     for g in range(ng):
         t1, t2 = tangent_basis(v3(gref[g]))
         nk = 0
@@ -926,8 +961,20 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
             mid = mul(add(v3(C[i, 0:3]), v3(C[i, 3:6])), 0.5)
             u = dot(mid, t1)
             v = dot(mid, t2)
+            # first position in byu with u >= u - win (binary search)
+            lo = 0
+            hi = nk
+            while lo < hi:
+                md = (lo + hi) // 2
+                if uv[byu[md], 0] < u - win:
+                    lo = md + 1
+                else:
+                    hi = md
             dup = False
-            for j in range(nk):
+            for q in range(lo, nk):
+                j = byu[q]
+                if uv[j, 0] > u + win:
+                    break
                 if (uv[j, 0] - u) ** 2 + (uv[j, 1] - v) ** 2 <= region_tol * region_tol:
                     dup = True
                     break
@@ -936,6 +983,11 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
                 uv[nk, 0] = u
                 uv[nk, 1] = v
                 sep[nk] = C[i, 9]
+                q = nk          # insert into byu, after the kept points of equal or smaller u
+                while q > 0 and uv[byu[q - 1], 0] > u:
+                    byu[q] = byu[q - 1]
+                    q -= 1
+                byu[q] = nk
                 nk += 1
         # points are in order of increasing separation: point 0 is the closest
         bi = 0
