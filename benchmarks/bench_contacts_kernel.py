@@ -42,7 +42,9 @@ class Recorder:
         self.orig = K.contacts_kernel
 
     def __call__(self, *args):
-        self.calls.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+        # the poses and pairs copied; the geometry and the scratch buffers shared, as in the simulator
+        # (a copy of each call's buffers would replay with cold caches)
+        self.calls.append((args[0].copy(), args[1].copy()) + args[2:])
         return self.orig(*args)
 
     def __enter__(self):
