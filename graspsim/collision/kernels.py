@@ -52,6 +52,13 @@ RIM_SAMPLES = 16       # points on a cylinder's rim when its cap lies flat on a 
 #: face's prism: those are edge-edge situations (handled with the closest-point normal)
 STEEP_SIN = 0.5
 FACING = 0.0175        # an edge makes face contacts only with faces its own faces look at: -n_adj.n_f > sin(1 deg)
+RUN = 8                # the reduction's merge sorts start from runs of this many sorted by insertion
+#: leaf clusters per super cluster (the culling hierarchy's upper level; pool.py lays them out)
+SUPER = 8
+#: m added to the margin of a super cluster's test: a super cluster contains its clusters exactly, so
+#: it passes whenever one of them does, with room for the rounding of the carried bounds (~1e-16 m);
+#: and shapes whose oriented boxes are further apart than the threshold plus this have no candidate
+CULL_EPS = 1e-9
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,15 +182,23 @@ def _carried_meets(lo, hi, r, R, t, blo, bhi, m):
 
 
 @njit(cache=True)
+def _n_super(ncl):
+    """Super clusters of a shape with ``ncl`` clusters (none for a few: the leaves are tested directly)."""
+    return (ncl + SUPER - 1) // SUPER if ncl > SUPER else 0
+
+
+@njit(cache=True)
 def _cull(P, ib, blo, bhi, m, carried, R, t, olo, ohi):
     """Indices (ascending) of body ib's triangles whose bounds meet [blo, bhi] inflated by m (ib's
-    shape frame); clusters of triangles whose joint bounds miss are skipped whole.  With
-    ``carried``, a triangle (cluster) must also meet [olo, ohi] + m in the other body's frame,
-    its bounds carried there by x_O = R x + t: [blo, bhi] is then the other body's bounds seen
-    from ib, which for a large or tilted body (a table under a held mug) covers all of ib, and the
-    second test is the tight one."""
+    shape frame); clusters of triangles whose joint bounds miss are skipped whole, and so are super
+    clusters (SUPER consecutive clusters; their rows follow the shape's clusters) that miss by more
+    than CULL_EPS.  With ``carried``, a triangle (cluster) must also meet [olo, ohi] + m in the other
+    body's frame, its bounds carried there by x_O = R x + t: [blo, bhi] is then the other body's
+    bounds seen from ib, which for a large or tilted body (a table under a held mug) covers all of
+    ib, and the second test is the tight one."""
     nt = P[P_TCNT][ib]
-    t_end = P[P_TOFF][ib] + nt
+    t0 = P[P_TOFF][ib]
+    t_end = t0 + nt
     CLT = P[P_CLT]
     CLS = P[P_CLS]
     CLLO = P[P_CLLO]
@@ -192,22 +207,50 @@ def _cull(P, ib, blo, bhi, m, carried, R, t, olo, ohi):
     TBHI = P[P_TBHI]
     c0 = P[P_COFF][ib]
     c1 = c0 + P[P_CCNT][ib]
+    nsup = _n_super(c1 - c0)
+    ms = m + CULL_EPS
     out = np.empty(nt, np.int64)
     k = 0
-    for c in range(c0, c1):
-        if not _boxes_meet(CLLO, CLHI, c, blo, bhi, m) or (
-                carried and not _carried_meets(CLLO, CLHI, c, R, t, olo, ohi, m)):
-            continue
-        end = CLS[c + 1] if c + 1 < c1 else t_end
-        for x in range(CLS[c], end):
-            tr = CLT[x]
-            if _boxes_meet(TBLO, TBHI, tr, blo, bhi, m) and (
-                    not carried or _carried_meets(TBLO, TBHI, tr, R, t, olo, ohi, m)):
-                out[k] = tr
+    for s in range(max(nsup, 1)):
+        ca = c0
+        cb = c1
+        if nsup:
+            r = c1 + s
+            if not _boxes_meet(CLLO, CLHI, r, blo, bhi, ms) or (
+                    carried and not _carried_meets(CLLO, CLHI, r, R, t, olo, ohi, ms)):
+                continue
+            ca = c0 + s * SUPER
+            cb = min(ca + SUPER, c1)
+        for c in range(ca, cb):
+            if not _boxes_meet(CLLO, CLHI, c, blo, bhi, m) or (
+                    carried and not _carried_meets(CLLO, CLHI, c, R, t, olo, ohi, m)):
+                continue
+            end = CLS[c + 1] if c + 1 < c1 else t_end
+            for x in range(CLS[c], end):
+                tr = CLT[x]
+                if _boxes_meet(TBLO, TBHI, tr, blo, bhi, m) and (
+                        not carried or _carried_meets(TBLO, TBHI, tr, R, t, olo, ohi, m)):
+                    out[k] = tr
+                    k += 1
+    # ascending (distinct indices): a few by insertion, many by marking them -- no library sort
+    if k <= 32:
+        for i in range(1, k):
+            e = out[i]
+            j = i
+            while j > 0 and out[j - 1] > e:
+                out[j] = out[j - 1]
+                j -= 1
+            out[j] = e
+    else:
+        mark = np.zeros(nt, np.bool_)
+        for i in range(k):
+            mark[out[i] - t0] = True
+        k = 0
+        for j in range(nt):
+            if mark[j]:
+                out[k] = t0 + j
                 k += 1
-    res = out[:k]
-    res.sort()
-    return res
+    return out[:k]
 
 
 @njit(cache=True)
@@ -300,6 +343,40 @@ def _face_clip(p, q, a, b, c, n, hlo, hhi):
             return 1.0, 0.0, 0.0, 0.0
     h0 = dot(sub(p, a), n)
     hd = dot(d, n)
+    if abs(hd) <= 1e-300:
+        if h0 > hhi or h0 < hlo:
+            return 1.0, 0.0, h0, hd
+    elif hd > 0.0:
+        s1 = min(s1, (hhi - h0) / hd)
+        s0 = max(s0, (hlo - h0) / hd)
+    else:
+        s0 = max(s0, (hhi - h0) / hd)
+        s1 = min(s1, (hlo - h0) / hd)
+    return s0, s1, h0, hd
+
+
+@njit(cache=True)
+def _face_clip_m(p, d, h0, TD, j, hlo, hhi):
+    """:func:`_face_clip` of segment p + s d against triangle row j of ``TD`` (corners, normal,
+    in-plane side normals: see _poly_pass), h0 = (p - a).n given: the same arithmetic, so the same
+    numbers."""
+    s0 = 0.0
+    s1 = 1.0
+    for k in range(3):
+        u = (TD[j, 3 * k], TD[j, 3 * k + 1], TD[j, 3 * k + 2])
+        mvec = (TD[j, 12 + 3 * k], TD[j, 13 + 3 * k], TD[j, 14 + 3 * k])
+        f0 = dot(sub(p, u), mvec)
+        fd = dot(d, mvec)
+        if abs(fd) <= 1e-300:
+            if f0 < 0.0:
+                return 1.0, 0.0, 0.0, 0.0
+        elif fd > 0.0:
+            s0 = max(s0, -f0 / fd)
+        else:
+            s1 = min(s1, -f0 / fd)
+        if s0 > s1:
+            return 1.0, 0.0, 0.0, 0.0
+    hd = dot(d, (TD[j, 9], TD[j, 10], TD[j, 11]))
     if abs(hd) <= 1e-300:
         if h0 > hhi or h0 < hlo:
             return 1.0, 0.0, h0, hd
@@ -413,6 +490,22 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
     TBhi = P[P_TBHI]
     EN = P[P_EN]
     RB, tB = _rt(X[ib])
+    # ib's triangles once for all edges: corners, normal and the in-plane normals of the sides
+    # (what _face_clip computes per edge-triangle pair)
+    TD = np.empty((tris.size, 21))
+    for j in range(tris.size):
+        a, b, c, n = _tri(P, tris[j])
+        m0 = cross(n, sub(b, a))
+        m1 = cross(n, sub(c, b))
+        m2 = cross(n, sub(a, c))
+        for i in range(3):
+            TD[j, i] = a[i]
+            TD[j, 3 + i] = b[i]
+            TD[j, 6 + i] = c[i]
+            TD[j, 9 + i] = n[i]
+            TD[j, 12 + i] = m0[i]
+            TD[j, 15 + i] = m1[i]
+            TD[j, 18 + i] = m2[i]
     near = False
     for e in edges:
         p = v3(VA_[E[e, 0] - v0])
@@ -421,19 +514,23 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
         Ld = norm(d)
         n1 = _mv(R, EN[e, 0])  # normals of the edge's faces, in ib's frame
         n2 = _mv(R, EN[e, 1])
-        for tr in tris:
+        for j in range(tris.size):
+            tr = tris[j]
             if not _seg_box(p, q, TBlo[tr], TBhi[tr], thr):
                 continue
-            a, b, c, n = _tri(P, tr)
+            a = (TD[j, 0], TD[j, 1], TD[j, 2])
+            n = (TD[j, 9], TD[j, 10], TD[j, 11])
             hp = dot(sub(p, a), n)
             hq = dot(sub(q, a), n)
             if (hp > thr and hq > thr) or (hp < -thr and hq < -thr):
                 continue  # the edge never comes within thr of the triangle's plane
             near = True
+            b = (TD[j, 3], TD[j, 4], TD[j, 5])
+            c = (TD[j, 6], TD[j, 7], TD[j, 8])
             if not sharp:
                 if -dot(n1, n) <= FACING and -dot(n2, n) <= FACING:
                     continue  # grazing: neither of the edge's faces looks at this face
-                s0, s1, h0, hd = _face_clip(p, q, a, b, c, n, -thr, thr)
+                s0, s1, h0, hd = _face_clip_m(p, d, hp, TD, j, -thr, thr)
                 if s0 <= s1:
                     steep = abs(hd) > STEEP_SIN * Ld
                     if s0 == 0.0 or not steep:
@@ -710,21 +807,44 @@ def _cross2(ox, oy, ax_, ay, bx, by):
 
 
 @njit(cache=True)
+def _lex_gt(uv, a, b):
+    """Does point a come after point b in (u, v) order?"""
+    return uv[a, 0] > uv[b, 0] or (uv[a, 0] == uv[b, 0] and uv[a, 1] > uv[b, 1])
+
+
+@njit(cache=True)
 def _lexorder(uv, idx):
-    """idx sorted by (u, v) (insertion sort: few points)."""
-    o = idx.copy()
-    for i in range(1, o.size):
-        j = i
-        while j > 0:
-            a = o[j - 1]
-            b = o[j]
-            if uv[a, 0] > uv[b, 0] or (uv[a, 0] == uv[b, 0] and uv[a, 1] > uv[b, 1]):
-                o[j - 1] = b
-                o[j] = a
+    """idx sorted by (u, v), ties in their order (a stable sort: one permutation whatever the
+    algorithm), bottom-up merge sort from runs of RUN sorted by insertion."""
+    n = idx.size
+    a = idx.copy()
+    for lo in range(0, n, RUN):
+        hi = min(lo + RUN, n)
+        for i in range(lo + 1, hi):
+            e = a[i]
+            j = i
+            while j > lo and _lex_gt(uv, a[j - 1], e):
+                a[j] = a[j - 1]
                 j -= 1
-            else:
-                break
-    return o
+            a[j] = e
+    b = np.empty(n, np.int64)
+    w = RUN
+    while w < n:
+        for lo in range(0, n, 2 * w):
+            mid = min(lo + w, n)
+            hi = min(lo + 2 * w, n)
+            i = lo
+            j = mid
+            for o in range(lo, hi):
+                if i < mid and (j >= hi or not _lex_gt(uv, a[i], a[j])):   # left first on ties (stable)
+                    b[o] = a[i]
+                    i += 1
+                else:
+                    b[o] = a[j]
+                    j += 1
+        a, b = b, a
+        w *= 2
+    return a
 
 
 @njit(cache=True)
@@ -734,9 +854,16 @@ def _stable_order(C, m, col):
     out so that the first run compiles no library sort."""
     a = np.empty(m, np.int64)
     b = np.empty(m, np.int64)
-    for i in range(m):
-        a[i] = i
-    w = 1
+    for lo in range(0, m, RUN):     # runs of RUN by insertion (stable: strict comparison)
+        hi = min(lo + RUN, m)
+        for i in range(lo, hi):
+            x = C[i, col]
+            j = i
+            while j > lo and C[a[j - 1], col] > x:
+                a[j] = a[j - 1]
+                j -= 1
+            a[j] = i
+    w = RUN
     while w < m:
         for lo in range(0, m, 2 * w):
             mid = min(lo + w, m)
@@ -820,6 +947,10 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
     idx = np.empty(m, np.int64)   # candidate row of each kept point
     uv = np.empty((m, 2))
     sep = np.empty(m)
+    byu = np.empty(m, np.int64)   # the kept points by increasing u
+    # a kept point whose u differs by more than this cannot be within region_tol (it fails the
+    # test below, rounding included): only the kept points in that window of u are tested
+    win = 1.0001 * region_tol
     for g in range(ng):
         t1, t2 = tangent_basis(v3(gref[g]))
         nk = 0
@@ -830,8 +961,20 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
             mid = mul(add(v3(C[i, 0:3]), v3(C[i, 3:6])), 0.5)
             u = dot(mid, t1)
             v = dot(mid, t2)
+            # first position in byu with u >= u - win (binary search)
+            lo = 0
+            hi = nk
+            while lo < hi:
+                md = (lo + hi) // 2
+                if uv[byu[md], 0] < u - win:
+                    lo = md + 1
+                else:
+                    hi = md
             dup = False
-            for j in range(nk):
+            for q in range(lo, nk):
+                j = byu[q]
+                if uv[j, 0] > u + win:
+                    break
                 if (uv[j, 0] - u) ** 2 + (uv[j, 1] - v) ** 2 <= region_tol * region_tol:
                     dup = True
                     break
@@ -840,6 +983,11 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
                 uv[nk, 0] = u
                 uv[nk, 1] = v
                 sep[nk] = C[i, 9]
+                q = nk          # insert into byu, after the kept points of equal or smaller u
+                while q > 0 and uv[byu[q - 1], 0] > u:
+                    byu[q] = byu[q - 1]
+                    q -= 1
+                byu[q] = nk
                 nk += 1
         # points are in order of increasing separation: point 0 is the closest
         bi = 0
@@ -967,6 +1115,56 @@ def broadphase(X, pairs, lo, hi, valid, margin):
 
 
 @njit(cache=True)
+def _obb_apart(XA, loA, hiA, XB, loB, hiB, d):
+    """Are two oriented boxes (world poses ``X`` (4, 4) of their frames, bounds ``lo``/``hi`` (3,)
+    there) more than ``d`` apart along one of the 15 separating axes?  Then every point of one is
+    more than d from every point of the other (a projection on a unit axis never lengthens a
+    distance)."""
+    ca0 = XA[0, 3]
+    ca1 = XA[1, 3]
+    ca2 = XA[2, 3]
+    cb0 = XB[0, 3]
+    cb1 = XB[1, 3]
+    cb2 = XB[2, 3]
+    for k in range(3):
+        ma = 0.5 * (loA[k] + hiA[k])
+        mb = 0.5 * (loB[k] + hiB[k])
+        ca0 += XA[0, k] * ma
+        ca1 += XA[1, k] * ma
+        ca2 += XA[2, k] * ma
+        cb0 += XB[0, k] * mb
+        cb1 += XB[1, k] * mb
+        cb2 += XB[2, k] * mb
+    d0 = cb0 - ca0
+    d1 = cb1 - ca1
+    d2 = cb2 - ca2
+    for ax in range(15):
+        if ax < 3:
+            l0, l1, l2 = XA[0, ax], XA[1, ax], XA[2, ax]
+        elif ax < 6:
+            l0, l1, l2 = XB[0, ax - 3], XB[1, ax - 3], XB[2, ax - 3]
+        else:
+            p = (ax - 6) // 3
+            q = (ax - 6) % 3
+            a0, a1, a2 = XA[0, p], XA[1, p], XA[2, p]
+            b0, b1, b2 = XB[0, q], XB[1, q], XB[2, q]
+            l0 = a1 * b2 - a2 * b1
+            l1 = a2 * b0 - a0 * b2
+            l2 = a0 * b1 - a1 * b0
+        n = math.sqrt(l0 * l0 + l1 * l1 + l2 * l2)
+        if n < 1e-3:        # (nearly) parallel edges: no axis (skipping one only tests less)
+            continue
+        rA = 0.0
+        rB = 0.0
+        for k in range(3):
+            rA += 0.5 * (hiA[k] - loA[k]) * abs(l0 * XA[0, k] + l1 * XA[1, k] + l2 * XA[2, k])
+            rB += 0.5 * (hiB[k] - loB[k]) * abs(l0 * XB[0, k] + l1 * XB[1, k] + l2 * XB[2, k])
+        if abs(l0 * d0 + l1 * d1 + l2 * d2) - rA - rB > d * n:
+            return True
+    return False
+
+
+@njit(cache=True)
 def _cyl_candidates(ia, ib, X, P, thr, C, C2):
     """Candidates of a cylinder against a sphere or a polyhedron: (cnt, cnt2, handled); handled is
     False for any other pair (then :func:`pair_candidates` goes on as without cylinders)."""
@@ -999,6 +1197,11 @@ def pair_candidates(ia, ib, X, P, thr, C, C2, cyl=None):
     never compile the cylinder routines (about 2 s); with None a cylinder would be taken for its
     prism (callers pass True for worlds with one: ``CollisionModel._cyl``).
     """
+    # every candidate joins points of the two shapes within thr (up to rounding): none for shapes
+    # whose oriented boxes are further apart (the broad phase's world boxes of a finger beside a
+    # mug meet, their own boxes need not)
+    if _obb_apart(X[ia], P[P_LO][ia], P[P_HI][ia], X[ib], P[P_LO][ib], P[P_HI][ib], thr + CULL_EPS):
+        return 0
     ka = P[P_KIND][ia]
     kb = P[P_KIND][ib]
     ra = ka == SPHERE or ka == CAPSULE

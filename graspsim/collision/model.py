@@ -94,9 +94,20 @@ class ContactSet:
 
     def select(self, mask) -> "ContactSet":
         """The contacts where ``mask`` (bool or index array) is set."""
-        arrays = (None if getattr(self, f) is None else getattr(self, f)[mask]
-                  for f in self.__dataclass_fields__ if f != "names")
+        idx = np.asarray(mask)
+        if idx.dtype == bool:
+            if idx.shape != (len(self),):
+                raise IndexError(f"boolean mask of shape {idx.shape} for {len(self)} contacts")
+            idx = np.flatnonzero(idx)
+        # (k, 3) columns by take along the rows: numpy's fancy indexing of a 2-D array costs several
+        # times more (the simulator selects a region's points every step); 1-D ones by indexing
+        arrays = [None if a is None else (a.take(idx, axis=0) if a.ndim > 1 else a[idx])
+                  for a in map(self.__getattribute__, _COLUMNS)]
         return ContactSet(*arrays, names=self.names)
+
+
+#: ContactSet's array fields, in constructor order
+_COLUMNS = tuple(f for f in ContactSet.__dataclass_fields__ if f != "names")
 
 
 def _vec(v, width: int, decimals: int) -> str:

@@ -212,6 +212,35 @@ def _mesh_tables(V: np.ndarray, T: np.ndarray):
 
 #: triangles per cluster: culling tests the clusters' bounds first, then their triangles
 CLUSTER = 16
+#: clusters per super cluster (the level above; kernels.SUPER)
+SUPER = 8
+
+
+def n_super(ncl: int) -> int:
+    """Super clusters of a shape with ``ncl`` clusters: none for up to SUPER (kernels._n_super)."""
+    return (ncl + SUPER - 1) // SUPER if ncl > SUPER else 0
+
+
+def with_super_clusters(c_off, c_cnt, CLlo, CLhi, CLS):
+    """Cluster rows with each shape's super clusters appended after its clusters: the bounds of
+    SUPER consecutive clusters each (they are Morton-ordered, so spatially coherent).  Returns
+    (c_off, CLlo, CLhi, CLS) with the new row offsets; ``c_cnt`` (clusters per shape) is unchanged,
+    CLS of a super row is the shape's first triangle position (never read)."""
+    offs, los, his, css = np.zeros_like(c_off), [], [], []
+    row = 0
+    for i in range(len(c_off)):
+        a, k = int(c_off[i]), int(c_cnt[i])
+        ns = n_super(k)
+        lo, hi = CLlo[a:a + k], CLhi[a:a + k]
+        slo = [lo[j * SUPER:(j + 1) * SUPER].min(0) for j in range(ns)]
+        shi = [hi[j * SUPER:(j + 1) * SUPER].max(0) for j in range(ns)]
+        los += [lo] + ([np.array(slo)] if ns else [])
+        his += [hi] + ([np.array(shi)] if ns else [])
+        css += [CLS[a:a + k], np.full(ns, CLS[a] if k else 0, np.int64)]
+        offs[i] = row
+        row += k + ns
+    cat = lambda xs, shape, dt=float: np.ascontiguousarray(np.concatenate(xs) if xs else np.zeros(shape, dt))
+    return offs, cat(los, (0, 3)), cat(his, (0, 3)), cat(css, (0,), np.int64)
 
 
 def _clusters(TBlo: np.ndarray, TBhi: np.ndarray):
@@ -323,6 +352,9 @@ class GeometryPool:
         self.EN = cat(ENs, (0, 2, 3))
         self.CLT = cat(CTs, (0,), np.int64); self.CLlo = cat(CLs, (0, 3)); self.CLhi = cat(CHs, (0, 3))
         self.CLS = cat(CSs, (0,), np.int64)   # first position in CLT of each cluster (global)
+        # each shape's rows: its c_cnt clusters, then its n_super(c_cnt) super clusters
+        self.c_off, self.CLlo, self.CLhi, self.CLS = with_super_clusters(self.c_off, self.c_cnt, self.CLlo,
+                                                                         self.CLhi, self.CLS)
         self.has_offset = ~np.all(np.abs(self.X_LS - np.eye(4)) == 0, axis=(1, 2))
 
     def arrays(self) -> tuple:
