@@ -114,31 +114,38 @@ def _by_body(cb, cnt, nb):
     return start, rr, ee
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"contract"})
 def _product(nb, sA, rA, eA, cjA, sB, rB, eB, cwB, nA, nB):
     """(nA, nB) matrix A^T M^-1 B from the compact rows, summing over shared bodies only: per body,
-    one small dense product (BLAS) of the rows touching it, scattered into the result."""
+    the 6-term dot products of the rows touching it, added into the result body by body.
+
+    Each dot product is a chain of fused multiply-adds in j order from zero -- the arithmetic of the
+    BLAS product (a per-body ``JA @ WB.T``) this replaces, which for a few rows costs more in the
+    call and its gathered operands than in the sums, and whose numba implementation is a large part
+    of the first-run compile.  The chains of one A row run side by side over the B rows (WT holds
+    the body's B entries transposed), so they vectorise."""
     out = np.zeros((nA, nB))
+    WT = np.empty((6, nB))
+    t = np.empty(nB)
     for b in range(nb):
-        na = sA[b + 1] - sA[b]
-        nbb = sB[b + 1] - sB[b]
-        if na == 0 or nbb == 0:
+        n = sB[b + 1] - sB[b]
+        if sA[b + 1] == sA[b] or n == 0:
             continue
-        JA = np.empty((na, 6))
-        WB = np.empty((nbb, 6))
-        for x in range(na):
-            a, k = rA[sA[b] + x], eA[sA[b] + x]
-            for j in range(6):
-                JA[x, j] = cjA[a, k, j]
-        for y in range(nbb):
+        for y in range(n):
             c, l = rB[sB[b] + y], eB[sB[b] + y]
             for j in range(6):
-                WB[y, j] = cwB[c, l, j]
-        P = JA @ WB.T
-        for x in range(na):
-            a = rA[sA[b] + x]
-            for y in range(nbb):
-                out[a, rB[sB[b] + y]] += P[x, y]
+                WT[j, y] = cwB[c, l, j]
+        for x in range(sA[b], sA[b + 1]):
+            a, k = rA[x], eA[x]
+            for y in range(n):
+                t[y] = 0.0
+            for j in range(6):
+                v = cjA[a, k, j]
+                Wj = WT[j]
+                for y in range(n):
+                    t[y] += v * Wj[y]
+            for y in range(n):
+                out[a, rB[sB[b] + y]] += t[y]
     return out
 
 
@@ -319,26 +326,46 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
         G = _product(nbi, hs, hr, he, hj, hs, hr, he, hw, nh, nh)      # H^T M^-1 H
         if ne:
             X = _product(nbi, es, er, ee, ej, hs, hr, he, hw, ne, nh)  # J^T M^-1 H
-            # X <- L^-1 X column by column; G -= X^T X over each pair's common nonzero range
-            lo = np.empty(nh, np.int64)
-            hi = np.empty(nh, np.int64)
-            col = np.empty(ne)
-            for c in range(nh):
-                for i in range(ne):
-                    col[i] = X[i, c]
-                _forward(L, fL, col)
-                lo[c], hi[c] = ne, -1
-                for i in range(ne):
-                    X[i, c] = col[i]
-                    if col[i] != 0.0:
-                        lo[c] = min(lo[c], i)
-                        hi[c] = i
-            Xt = np.ascontiguousarray(X.T)
+            # Y = L^-1 X by rows (row i -= L_ik row k over the envelope: contiguous, vectorised;
+            # per entry the operations of a column-wise forward substitution, in the same order).
+            # [clo_i, chi_i) bounds row i's nonzeros (X's, and those of the rows of its envelope):
+            # outside it the entries stay exactly zero, so it is all the work there is.
+            clo = np.empty(ne, np.int64)
+            chi = np.empty(ne, np.int64)
+            for i in range(ne):
+                Xi = X[i]
+                lo_, hi_ = nh, 0
+                for c in range(nh):
+                    if Xi[c] != 0.0:
+                        lo_ = min(lo_, c)
+                        hi_ = c + 1
+                for k in range(fL[i], i):
+                    lo_ = min(lo_, clo[k])
+                    hi_ = max(hi_, chi[k])
+                clo[i], chi[i] = lo_, hi_
+                for k in range(fL[i], i):
+                    lik = L[i, k]
+                    Xk = X[k]
+                    for c in range(clo[k], chi[k]):
+                        Xi[c] -= lik * Xk[c]
+                d = L[i, i]
+                for c in range(lo_, hi_):
+                    Xi[c] /= d
+            # G -= Y^T Y: S_ac = sum_i Y_ia Y_ic summed in i order from zero over row i's range (the
+            # zero products a dense sum adds change nothing), then G -= S
+            S = np.zeros((nh, nh))
+            for i in range(ne):
+                Xi = X[i]
+                for a in range(clo[i], chi[i]):
+                    ya = Xi[a]
+                    if ya == 0.0:
+                        continue
+                    Sa = S[a]
+                    for c in range(a, chi[i]):
+                        Sa[c] += ya * Xi[c]
             for a in range(nh):
                 for c in range(a, nh):
-                    t = 0.0
-                    for i in range(max(lo[a], lo[c]), min(hi[a], hi[c]) + 1):
-                        t += Xt[a, i] * Xt[c, i]
+                    t = S[a, c]
                     G[a, c] -= t
                     if c != a:
                         G[c, a] -= t
