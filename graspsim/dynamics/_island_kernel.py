@@ -325,7 +325,30 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
         hs, hr, he = _by_body(hb, hcnt, nbi)
         G = _product(nbi, hs, hr, he, hj, hs, hr, he, hw, nh, nh)      # H^T M^-1 H
         if ne:
-            X = _product(nbi, es, er, ee, ej, hs, hr, he, hw, ne, nh)  # J^T M^-1 H
+            X0 = _product(nbi, es, er, ee, ej, hs, hr, he, hw, ne, nh)  # J^T M^-1 H
+            # Work on X's columns reordered by their first nonzero row (stable): the contact rows of
+            # one finger become adjacent, so each row's nonzeros span a short range.  Per entry the
+            # arithmetic is the same in any column order; G is updated at the original places.
+            first = np.empty(nh, np.int64)
+            for c in range(nh):
+                first[c] = ne
+            for i in range(ne - 1, -1, -1):
+                for c in range(nh):
+                    if X0[i, c] != 0.0:
+                        first[c] = i
+            cstart = np.zeros(ne + 2, np.int64)
+            for c in range(nh):
+                cstart[first[c] + 1] += 1
+            for i in range(ne + 1):
+                cstart[i + 1] += cstart[i]
+            P = np.empty(nh, np.int64)              # position -> column of X
+            for c in range(nh):
+                P[cstart[first[c]]] = c
+                cstart[first[c]] += 1
+            X = np.empty((ne, nh))
+            for i in range(ne):
+                for p in range(nh):
+                    X[i, p] = X0[i, P[p]]
             # Y = L^-1 X by rows (row i -= L_ik row k over the envelope: contiguous, vectorised;
             # per entry the operations of a column-wise forward substitution, in the same order).
             # [clo_i, chi_i) bounds row i's nonzeros (X's, and those of the rows of its envelope):
@@ -364,11 +387,13 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                     for c in range(a, chi[i]):
                         Sa[c] += ya * Xi[c]
             for a in range(nh):
+                ga = P[a]
                 for c in range(a, nh):
                     t = S[a, c]
-                    G[a, c] -= t
+                    gc = P[c]
+                    G[ga, gc] -= t
                     if c != a:
-                        G[c, a] -= t
+                        G[gc, ga] -= t
         m = nh + (nc if nfr else 0)
         Mlcp = np.zeros((m, m))
         for i in range(nh):
