@@ -119,7 +119,10 @@ def check(path: Path) -> int:
                 same = np.array_equal(g, w) if isinstance(w, np.ndarray) else g == w
                 if not same:
                     bad += 1
-                    print(f"{name} call {i}: output {j} differs")
+                    size = ""
+                    if isinstance(w, np.ndarray) and w.dtype.kind == "f" and g.shape == w.shape:
+                        size = f" (max |difference| {np.abs(g - w).max():.2e}, max |value| {np.abs(w).max():.2e})"
+                    print(f"{name} call {i}: output {j} differs{size}")
     print("identical" if not bad else f"{bad} differences")
     return 1 if bad else 0
 

@@ -290,7 +290,9 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
     eb, ej, ew, ecnt = _compact(local, bodies, jac, eq_p, Minv)
     es, er, ee = _by_body(eb, ecnt, nbi)
     A = _product(nbi, es, er, ee, ej, es, er, ee, ew, ne, ne)          # J^T M^-1 J
-    Araw = A.copy()
+    araw = np.empty(ne)                 # A's diagonal before the compliance (for the projection)
+    for i in range(ne):
+        araw[i] = A[i, i]
     L = np.zeros((0, 0))
     fL = np.zeros(0, np.int64)
     c_free = np.zeros(ne)
@@ -319,7 +321,14 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
         for i in range(ne):
             ce_out[perm[i]] = c_free[i]
     else:
-        rows = np.concatenate((lim_rows, nrm_rows, fr_rows))
+        # (a loop, not np.concatenate: a library function fewer to compile)
+        rows = np.empty(nl + nfr, np.int64)
+        for i in range(lim_rows.shape[0]):
+            rows[i] = lim_rows[i]
+        for i in range(nc):
+            rows[lim_rows.shape[0] + i] = nrm_rows[i]
+        for i in range(nfr):
+            rows[nl + i] = fr_rows[i]
         nh = nl + nfr
         hb, hj, hw, hcnt = _compact(local, bodies, jac, rows, Minv)
         hs, hr, he = _by_body(hb, hcnt, nbi)
@@ -445,12 +454,15 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                 break
         if status == OK:
             dv = np.zeros(nv)
-            _add_weighted(hb, hw, hcnt, z[:nh], dv)                     # M^-1 H z
+            _add_weighted(hb, hw, hcnt, z, dv)                          # M^-1 H z (z's first nh)
             ce = c_free.copy()
             if ne:
-                c_extra = -_solve(L, fL, _rows_times(eb, ej, ecnt, dv))
+                c_extra = _solve(L, fL, _rows_times(eb, ej, ecnt, dv))
+                for i in range(ne):             # (loops, not array negation and +=: less to compile)
+                    c_extra[i] = -c_extra[i]
                 _add_weighted(eb, ew, ecnt, c_extra, dv)
-                ce += c_extra
+                for i in range(ne):
+                    ce[i] += c_extra[i]
             for i in range(nv):
                 v_out[i] = v_free[i] + dv[i]
             for i in range(ne):
@@ -474,7 +486,7 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
             Ah = np.empty((n_hard, n_hard))
             for a in range(n_hard):
                 for c in range(n_hard):
-                    Ah[a, c] = Araw[hp[a], hp[c]]
+                    Ah[a, c] = A[hp[a], hp[c]] if c != a else araw[hp[a]]
             big = _abs_max(Ah)
             for i in range(n_hard):
                 Ah[i, i] += 1e-12 * big
