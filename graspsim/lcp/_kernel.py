@@ -526,25 +526,6 @@ def _basis_blocks(basis, n):
     return nu, un, S, k, ks == k
 
 
-@njit(cache=True, fastmath={"contract"})
-def _matmul(A, B):
-    """A @ B as loops (row of A times B, each entry a chain of fused multiply-adds in order): numba's
-    matmul (BLAS bindings and checks) is a sizeable part of the first-run compile."""
-    m, k = A.shape
-    n = B.shape[1]
-    C = np.zeros((m, n))
-    for i in range(m):
-        Ci = C[i]
-        for s in range(k):
-            a = A[i, s]
-            if a == 0.0:
-                continue
-            Bs = B[s]
-            for j in range(n):
-                Ci[j] += a * Bs[j]
-    return C
-
-
 @njit(cache=True)
 def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
     """Recompute the stored columns of Binv and x = Binv q' from the basis.
@@ -587,7 +568,7 @@ def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
         v = basis[un[u]]
         for t in range(k):
             CU[u, t] = C[v, t]
-    Q = _matmul(CU, Z)
+    Q = CU @ Z if k > 0 and m > 0 else np.zeros((m, k))
     for s_ in range(k):
         c = S[s_]
         for t in range(k):
