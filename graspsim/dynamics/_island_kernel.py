@@ -119,11 +119,12 @@ def _product(nb, sA, rA, eA, cjA, sB, rB, eB, cwB, nA, nB):
     """(nA, nB) matrix A^T M^-1 B from the compact rows, summing over shared bodies only: per body,
     the 6-term dot products of the rows touching it, added into the result body by body.
 
-    Each dot product is a chain of fused multiply-adds in j order from zero -- the arithmetic of the
-    BLAS product (a per-body ``JA @ WB.T``) this replaces, which for a few rows costs more in the
-    call and its gathered operands than in the sums, and whose numba implementation is a large part
-    of the first-run compile.  The chains of one A row run side by side over the B rows (WT holds
-    the body's B entries transposed), so they vectorise."""
+    Each dot product is a chain of fused multiply-adds in j order from zero.  That is how the BLAS
+    product this replaces (a per-body ``JA @ WB.T``, with its call and gathered operands) rounds for
+    the hands' few rows per body: the same bits on the captured mug/rest calls; where a body carries
+    ~100 rows (Puma grasp) BLAS's blocked kernel rounded differently, by ~1e-15 relative.  The
+    chains of one A row run side by side over the B rows (WT: the body's B entries transposed), so
+    they vectorise."""
     out = np.zeros((nA, nB))
     WT = np.empty((6, nB))
     t = np.empty(nB)
