@@ -114,39 +114,31 @@ def _by_body(cb, cnt, nb):
     return start, rr, ee
 
 
-@njit(cache=True, fastmath={"contract"})
+@njit(cache=True)
 def _product(nb, sA, rA, eA, cjA, sB, rB, eB, cwB, nA, nB):
     """(nA, nB) matrix A^T M^-1 B from the compact rows, summing over shared bodies only: per body,
-    the 6-term dot products of the rows touching it, added into the result body by body.
-
-    Each dot product is a chain of fused multiply-adds in j order from zero.  That is how the BLAS
-    product this replaces (a per-body ``JA @ WB.T``, with its call and gathered operands) rounds for
-    the hands' few rows per body: the same bits on the captured mug/rest calls; where a body carries
-    ~100 rows (Puma grasp) BLAS's blocked kernel rounded differently, by ~1e-15 relative.  The
-    chains of one A row run side by side over the B rows (WT: the body's B entries transposed), so
-    they vectorise."""
+    one small dense product (BLAS) of the rows touching it, scattered into the result."""
     out = np.zeros((nA, nB))
-    WT = np.empty((6, nB))
-    t = np.empty(nB)
     for b in range(nb):
-        n = sB[b + 1] - sB[b]
-        if sA[b + 1] == sA[b] or n == 0:
+        na = sA[b + 1] - sA[b]
+        nbb = sB[b + 1] - sB[b]
+        if na == 0 or nbb == 0:
             continue
-        for y in range(n):
+        JA = np.empty((na, 6))
+        WB = np.empty((nbb, 6))
+        for x in range(na):
+            a, k = rA[sA[b] + x], eA[sA[b] + x]
+            for j in range(6):
+                JA[x, j] = cjA[a, k, j]
+        for y in range(nbb):
             c, l = rB[sB[b] + y], eB[sB[b] + y]
             for j in range(6):
-                WT[j, y] = cwB[c, l, j]
-        for x in range(sA[b], sA[b + 1]):
-            a, k = rA[x], eA[x]
-            for y in range(n):
-                t[y] = 0.0
-            for j in range(6):
-                v = cjA[a, k, j]
-                Wj = WT[j]
-                for y in range(n):
-                    t[y] += v * Wj[y]
-            for y in range(n):
-                out[a, rB[sB[b] + y]] += t[y]
+                WB[y, j] = cwB[c, l, j]
+        P = JA @ WB.T
+        for x in range(na):
+            a = rA[sA[b] + x]
+            for y in range(nbb):
+                out[a, rB[sB[b] + y]] += P[x, y]
     return out
 
 
