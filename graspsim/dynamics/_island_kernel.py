@@ -283,7 +283,9 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
     eb, ej, ew, ecnt = _compact(local, bodies, jac, eq_p, Minv)
     es, er, ee = _by_body(eb, ecnt, nbi)
     A = _product(nbi, es, er, ee, ej, es, er, ee, ew, ne, ne)          # J^T M^-1 J
-    Araw = A.copy()
+    araw = np.empty(ne)                 # A's diagonal before the compliance (for the projection)
+    for i in range(ne):
+        araw[i] = A[i, i]
     L = np.zeros((0, 0))
     fL = np.zeros(0, np.int64)
     c_free = np.zeros(ne)
@@ -312,36 +314,88 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
         for i in range(ne):
             ce_out[perm[i]] = c_free[i]
     else:
-        rows = np.concatenate((lim_rows, nrm_rows, fr_rows))
+        # (a loop, not np.concatenate: a library function fewer to compile)
+        rows = np.empty(nl + nfr, np.int64)
+        for i in range(lim_rows.shape[0]):
+            rows[i] = lim_rows[i]
+        for i in range(nc):
+            rows[lim_rows.shape[0] + i] = nrm_rows[i]
+        for i in range(nfr):
+            rows[nl + i] = fr_rows[i]
         nh = nl + nfr
         hb, hj, hw, hcnt = _compact(local, bodies, jac, rows, Minv)
         hs, hr, he = _by_body(hb, hcnt, nbi)
         G = _product(nbi, hs, hr, he, hj, hs, hr, he, hw, nh, nh)      # H^T M^-1 H
         if ne:
-            X = _product(nbi, es, er, ee, ej, hs, hr, he, hw, ne, nh)  # J^T M^-1 H
-            # X <- L^-1 X column by column; G -= X^T X over each pair's common nonzero range
-            lo = np.empty(nh, np.int64)
-            hi = np.empty(nh, np.int64)
-            col = np.empty(ne)
+            X0 = _product(nbi, es, er, ee, ej, hs, hr, he, hw, ne, nh)  # J^T M^-1 H
+            # Work on X's columns reordered by their first nonzero row (stable): the contact rows of
+            # one finger become adjacent, so each row's nonzeros span a short range.  Per entry the
+            # arithmetic is the same in any column order; G is updated at the original places.
+            first = np.empty(nh, np.int64)
             for c in range(nh):
-                for i in range(ne):
-                    col[i] = X[i, c]
-                _forward(L, fL, col)
-                lo[c], hi[c] = ne, -1
-                for i in range(ne):
-                    X[i, c] = col[i]
-                    if col[i] != 0.0:
-                        lo[c] = min(lo[c], i)
-                        hi[c] = i
-            Xt = np.ascontiguousarray(X.T)
+                first[c] = ne
+            for i in range(ne - 1, -1, -1):
+                for c in range(nh):
+                    if X0[i, c] != 0.0:
+                        first[c] = i
+            cstart = np.zeros(ne + 2, np.int64)
+            for c in range(nh):
+                cstart[first[c] + 1] += 1
+            for i in range(ne + 1):
+                cstart[i + 1] += cstart[i]
+            P = np.empty(nh, np.int64)              # position -> column of X
+            for c in range(nh):
+                P[cstart[first[c]]] = c
+                cstart[first[c]] += 1
+            X = np.empty((ne, nh))
+            for i in range(ne):
+                for p in range(nh):
+                    X[i, p] = X0[i, P[p]]
+            # Y = L^-1 X by rows (row i -= L_ik row k over the envelope: contiguous, vectorised;
+            # per entry the operations of a column-wise forward substitution, in the same order).
+            # [clo_i, chi_i) bounds row i's nonzeros (X's, and those of the rows of its envelope):
+            # outside it the entries stay exactly zero, so it is all the work there is.
+            clo = np.empty(ne, np.int64)
+            chi = np.empty(ne, np.int64)
+            for i in range(ne):
+                Xi = X[i]
+                lo_, hi_ = nh, 0
+                for c in range(nh):
+                    if Xi[c] != 0.0:
+                        lo_ = min(lo_, c)
+                        hi_ = c + 1
+                for k in range(fL[i], i):
+                    lo_ = min(lo_, clo[k])
+                    hi_ = max(hi_, chi[k])
+                clo[i], chi[i] = lo_, hi_
+                for k in range(fL[i], i):
+                    lik = L[i, k]
+                    Xk = X[k]
+                    for c in range(clo[k], chi[k]):
+                        Xi[c] -= lik * Xk[c]
+                d = L[i, i]
+                for c in range(lo_, hi_):
+                    Xi[c] /= d
+            # G -= Y^T Y: S_ac = sum_i Y_ia Y_ic summed in i order from zero over row i's range (the
+            # zero products a dense sum adds change nothing), then G -= S
+            S = np.zeros((nh, nh))
+            for i in range(ne):
+                Xi = X[i]
+                for a in range(clo[i], chi[i]):
+                    ya = Xi[a]
+                    if ya == 0.0:
+                        continue
+                    Sa = S[a]
+                    for c in range(a, chi[i]):
+                        Sa[c] += ya * Xi[c]
             for a in range(nh):
+                ga = P[a]
                 for c in range(a, nh):
-                    t = 0.0
-                    for i in range(max(lo[a], lo[c]), min(hi[a], hi[c]) + 1):
-                        t += Xt[a, i] * Xt[c, i]
-                    G[a, c] -= t
+                    t = S[a, c]
+                    gc = P[c]
+                    G[ga, gc] -= t
                     if c != a:
-                        G[c, a] -= t
+                        G[gc, ga] -= t
         m = nh + (nc if nfr else 0)
         Mlcp = np.zeros((m, m))
         for i in range(nh):
@@ -393,12 +447,15 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                 break
         if status == OK:
             dv = np.zeros(nv)
-            _add_weighted(hb, hw, hcnt, z[:nh], dv)                     # M^-1 H z
+            _add_weighted(hb, hw, hcnt, z, dv)                          # M^-1 H z (z's first nh)
             ce = c_free.copy()
             if ne:
-                c_extra = -_solve(L, fL, _rows_times(eb, ej, ecnt, dv))
+                c_extra = _solve(L, fL, _rows_times(eb, ej, ecnt, dv))
+                for i in range(ne):             # (loops, not array negation and +=: less to compile)
+                    c_extra[i] = -c_extra[i]
                 _add_weighted(eb, ew, ecnt, c_extra, dv)
-                ce += c_extra
+                for i in range(ne):
+                    ce[i] += c_extra[i]
             for i in range(nv):
                 v_out[i] = v_free[i] + dv[i]
             for i in range(ne):
@@ -422,7 +479,7 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
             Ah = np.empty((n_hard, n_hard))
             for a in range(n_hard):
                 for c in range(n_hard):
-                    Ah[a, c] = Araw[hp[a], hp[c]]
+                    Ah[a, c] = A[hp[a], hp[c]] if c != a else araw[hp[a]]
             big = _abs_max(Ah)
             for i in range(n_hard):
                 Ah[i, i] += 1e-12 * big

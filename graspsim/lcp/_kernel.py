@@ -49,6 +49,7 @@ def _lu_factor(A, piv, amin=0.0):
     if amax == 0.0 and m > 0:
         return False
     tiny = amax * 1e-14
+    rowk = np.empty(m)     # pivot row, copied apart (one buffer, not one per step): lets the update vectorise
     for k in range(m):
         p = k
         best = abs(A[k, k])
@@ -66,7 +67,8 @@ def _lu_factor(A, piv, amin=0.0):
                 A[k, j] = A[p, j]
                 A[p, j] = t
         inv = 1.0 / A[k, k]
-        rowk = A[k, k + 1:].copy()         # a separate row: lets the update vectorise
+        for j in range(m - k - 1):
+            rowk[j] = A[k, k + 1 + j]
         for i in range(k + 1, m):
             f = A[i, k] * inv
             if f != 0.0:
@@ -796,6 +798,7 @@ def _nonsingular_subset(M, D, mask, out):
                 amax = max(amax, abs(v))
         tiny = 1e-11 * amax
         keep = np.zeros(k, dtype=np.bool_)
+        rowr = np.empty(k)                 # pivot row, copied apart: lets the update vectorise
         r = 0
         for c in range(k):
             p = r
@@ -814,7 +817,8 @@ def _nonsingular_subset(M, D, mask, out):
                     S[r, j] = S[p, j]
                     S[p, j] = t
             inv = 1.0 / S[r, c]
-            rowr = S[r, c + 1:].copy()     # a separate row: lets the update vectorise
+            for j in range(k - c - 1):
+                rowr[j] = S[r, c + 1 + j]
             for i in range(r + 1, k):
                 f = S[i, c] * inv
                 if f != 0.0:
