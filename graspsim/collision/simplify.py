@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._simplify_kernel import limit_regions, reduce_polygon
 from .model import ContactSet
 
 __all__ = ["limit_region_points"]
@@ -18,8 +19,6 @@ __all__ = ["limit_region_points"]
 
 def _reduce_polygon(uv: np.ndarray, k: int) -> np.ndarray:
     """Indices of ``k`` vertices of the convex polygon ``uv`` (m, 2) kept by least-area removal."""
-    from ._simplify_kernel import reduce_polygon
-
     return reduce_polygon(np.ascontiguousarray(uv, dtype=np.float64), int(k))
 
 
@@ -30,8 +29,6 @@ def limit_region_points(cs: ContactSet, max_points: int = 8, cos_tol: float = 0.
     when nothing is dropped."""
     if len(cs) <= max_points:
         return cs
-    from ._simplify_kernel import limit_regions
-
     c = np.ascontiguousarray
     keep = limit_regions(c(cs.body_a, dtype=np.int64), c(cs.body_b, dtype=np.int64), c(cs.point, dtype=float),
                          c(cs.normal, dtype=float), c(cs.tangent1, dtype=float), c(cs.tangent2, dtype=float),

@@ -49,6 +49,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import spatial
 from ..collision.impact import first_impact
+from ..collision.simplify import limit_region_points
 from ..errors import SimulationError, did_you_mean
 from ..world import World
 from . import _island_kernel as IK
@@ -862,7 +863,6 @@ class Simulator:
             return None
         cs = self._collision_model().contacts(X)
         if self.max_region_points and len(cs) > self.max_region_points:
-            from ..collision.simplify import limit_region_points
             cs = limit_region_points(cs, self.max_region_points)
         return cs if len(cs) else None
 
