@@ -244,6 +244,28 @@ def test_region_limit_keeps_max_points_per_region_and_most_of_the_area():
     assert limit_region_points(small, 8) is small
 
 
+def test_contacts_with_region_limit_equal_the_limited_contact_set():
+    """The dynamics' contacts (``contacts(X, max_region_points=8)``: the reduction applied to the
+    kernel's output in place) are exactly ``limit_region_points`` of the full set, column by column:
+    the mug resting on the table (its 48-gon base: 48 contacts -> 8) and the Barrett closed on it."""
+    import graspsim
+    from graspsim.control import dynamic_auto_grasp
+
+    w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+    m = model_for(w)
+    r = dynamic_auto_grasp(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), "barrett", timeout=0.6)
+    for X in (w.body_poses(), r.sim.poses()):
+        full = m.contacts(X)
+        assert len(full) > 8
+        ref = limit_region_points(full, 8)
+        got = m.contacts(X, max_region_points=8)
+        assert len(ref) < len(full) and len(got) == len(ref)
+        for f in ("body_a", "body_b", "point", "normal", "separation", "tangent1", "tangent2", "point_a",
+                  "point_b", "shape_a", "shape_b"):
+            assert np.array_equal(getattr(got, f), getattr(ref, f)), f
+        assert m.contacts(X, max_region_points=len(full)).point.shape == full.point.shape
+
+
 @pytest.mark.parametrize("speed", [0.05, 0.3, 1.0, 1.9])
 @pytest.mark.parametrize("yaw_tilt", [(0.0, 0.0), (20.0, 3.0)])
 def test_kernel_view_localises_like_fcl(tmp_path, speed, yaw_tilt):

@@ -4,6 +4,9 @@ from __future__ import annotations
 import numpy as np
 from .._jit import njit
 
+#: cosine between a region's normals (the contacts of one body pair grouped into one region)
+REGION_COS_TOL = 0.985
+
 
 @njit(cache=True)
 def reduce_polygon(uv, k):
@@ -83,3 +86,25 @@ def limit_regions(body_a, body_b, point, normal, tangent1, tangent2, max_points,
         for r in range(kept.shape[0]):
             keep[grp[kept[r]]] = True
     return keep
+
+
+@njit(cache=True)
+def limit_regions_in_place(O_ab, O_v, O_s, k, max_points, cos_tol):
+    """:func:`limit_regions` on the first ``k`` contacts of the contact kernel's output blocks
+    (``O_ab`` (4, K), ``O_v`` (6, K, 3), ``O_s`` (K,); see ``kernels._write``), keeping the kept
+    contacts in order at the front.  Returns how many are kept."""
+    keep = limit_regions(O_ab[0, :k], O_ab[1, :k], O_v[0, :k], O_v[1, :k], O_v[4, :k], O_v[5, :k],
+                         max_points, cos_tol)
+    j = 0
+    for i in range(k):
+        if not keep[i]:
+            continue
+        if j != i:
+            for r in range(4):
+                O_ab[r, j] = O_ab[r, i]
+            for r in range(6):
+                for c in range(3):
+                    O_v[r, j, c] = O_v[r, i, c]
+            O_s[j] = O_s[i]
+        j += 1
+    return j

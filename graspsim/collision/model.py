@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import kernels as K
+from ._simplify_kernel import REGION_COS_TOL, limit_regions_in_place
 from .pool import CYLINDER, NONE, GeometryPool
 
 __all__ = ["CollisionModel", "CollisionData", "ContactSet", "MAX_THRESHOLD"]
@@ -263,12 +264,15 @@ class CollisionModel:
 
     # -- contacts --------------------------------------------------------------------------------
 
-    def contacts(self, poses: np.ndarray, pairs=None, *, data: CollisionData | None = None) -> ContactSet:
+    def contacts(self, poses: np.ndarray, pairs=None, *, data: CollisionData | None = None,
+                 max_region_points: int = 0) -> ContactSet:
         """Every contact of the body pairs (default: the table's collision pairs) within the threshold.
 
         Order: pairs in the given order, then regions (by increasing separation of their closest
         point), then the region's points (a line's two ends along the line, a polygon's vertices
         counter-clockwise about the normal).  Each column is a contiguous array.
+        ``max_region_points`` > 0: at most that many points per region, as
+        :func:`graspsim.collision.simplify.limit_region_points` keeps them (the dynamics' contacts).
         """
         d = self.data if data is None else data
         X = self.shape_poses(poses)
@@ -284,6 +288,8 @@ class CollisionModel:
                 d.out(2 * k)
                 continue
             break
+        if 0 < max_region_points < k:
+            k = limit_regions_in_place(d.O_ab, d.O_v, d.O_s, k, int(max_region_points), REGION_COS_TOL)
         ab = d.O_ab[:, :k].copy()     # column blocks: every column below is a contiguous slice
         v = d.O_v[:, :k].copy()
         return ContactSet(ab[0], ab[1], v[0], v[1], d.O_s[:k].copy(), v[4], v[5], v[2], v[3], ab[2], ab[3],

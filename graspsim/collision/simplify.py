@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._simplify_kernel import limit_regions, reduce_polygon
+from ._simplify_kernel import REGION_COS_TOL, limit_regions, reduce_polygon
 from .model import ContactSet
 
 __all__ = ["limit_region_points"]
@@ -22,7 +22,7 @@ def _reduce_polygon(uv: np.ndarray, k: int) -> np.ndarray:
     return reduce_polygon(np.ascontiguousarray(uv, dtype=np.float64), int(k))
 
 
-def limit_region_points(cs: ContactSet, max_points: int = 8, cos_tol: float = 0.985) -> ContactSet:
+def limit_region_points(cs: ContactSet, max_points: int = 8, cos_tol: float = REGION_COS_TOL) -> ContactSet:
     """At most ``max_points`` contacts per (body pair, normal) region (see the module docstring):
     a region is the contacts of one body pair whose normals are within ``cos_tol`` (cosine) of its
     first contact's; its points are reduced in that contact's tangent plane.  Returns ``cs`` itself

@@ -49,7 +49,6 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import spatial
 from ..collision.impact import first_impact
-from ..collision.simplify import limit_region_points
 from ..errors import SimulationError, did_you_mean
 from ..world import World
 from . import _island_kernel as IK
@@ -861,9 +860,7 @@ class Simulator:
     def _find_contacts(self, X: np.ndarray):
         if not self._collisions_on:
             return None
-        cs = self._collision_model().contacts(X)
-        if self.max_region_points and len(cs) > self.max_region_points:
-            cs = limit_region_points(cs, self.max_region_points)
+        cs = self._collision_model().contacts(X, max_region_points=self.max_region_points)
         return cs if len(cs) else None
 
     def _first_impact_fraction(self, s: SimState, c1, q1, h, X1):
