@@ -283,6 +283,25 @@ def trial_move(c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_
 
 
 @njit(cache=True)
+def joint_rates(X_static, table_index, c, q, com_L, com_L_all, parent, child, X_PJ, X_CJ, axis_J, perp_J, kind,
+                prev, slot, v):
+    """Joint rates (nj,) at the state (coms ``c``, orientations ``q``, velocities ``v``) in one call:
+    :func:`place`, :func:`joint_frames_values`, the coms in W and :func:`rate_rows`' rates
+    (``Simulator.dof_velocities``, which a Python controller asks for every step)."""
+    X = place(X_static, table_index, c, q, com_L)
+    o, o_c, R, R_c, ax, pp, jq = joint_frames_values(X, parent, child, X_PJ, X_CJ, axis_J, perp_J, kind, prev, True)
+    n = X.shape[0]
+    com_W = np.empty((n, 3))
+    for i in range(n):
+        for a in range(3):
+            s = 0.0
+            for b in range(3):
+                s += X[i, a, b] * com_L_all[i, b]
+            com_W[i, a] = X[i, a, 3] + s
+    return rate_rows(kind, parent, child, slot, com_W, o, ax, v)[2]
+
+
+@njit(cache=True)
 def mass_terms(mass, inertia_L, q, v, k, h):
     """World inertias I_W = R I R^T, block inverse masses M^-1 (nb, 6, 6), the gyroscopic torque
     -omega x I_W omega added to the wrenches ``k`` (in place), and M^-1 (M v + h k) (nb, 6)."""

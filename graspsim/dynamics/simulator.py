@@ -415,11 +415,10 @@ class Simulator:
     def dof_velocities(self, robot: str | None = None) -> np.ndarray:
         """DOF velocities (rad/s or m/s) from the joint rates at the current body velocities
         (static bodies at rest; a kinematic base's own motion is not included)."""
-        X = self.poses()
-        F, _ = self._joint_state(X, self.state.joint_q)
-        js = self.js
-        rates = RK.rate_rows(js.kind, js.parent, js.child, self.bodies.slot, self._com_world(X), F.o, F.axis,
-                             self.state.v)[2]
+        s, js = self.state, self.js
+        rates = RK.joint_rates(self._data.X_static, self.bodies.table_index, s.c, s.q, self.bodies.com_L,
+                               self._com_L_all, js.parent, js.child, js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind,
+                               s.joint_q, self.bodies.slot, s.v)
         vals = self._dof_values(rates, offsets=False)
         return vals if robot is None else vals[self.ds.robot_slices[self._robot_index(robot)]]
 
