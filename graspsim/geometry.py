@@ -59,6 +59,16 @@ class Shape:
         """(m, 3) int64 triangles (counter-clockwise seen from outside)."""
         return (self.mesh or _tessellate(self.kind, self.size))[1]
 
+    @property
+    def surface_point(self) -> np.ndarray:
+        """A point (3,) on the surface, in S (m): the first vertex of a mesh or box; for a round
+        primitive a point of its side, without tessellating it (that imports trimesh, ~0.5 s)."""
+        if self.mesh is not None or self.kind == "box":
+            return self.vertices[0]
+        if self.kind in ("sphere", "cylinder", "capsule"):
+            return np.array([self.size[0], 0.0, 0.0])     # radius along x: on the side (z = 0)
+        return self.vertices[0]
+
     def vertices_in(self, X_WL: np.ndarray) -> np.ndarray:
         """Mesh vertices (n, 3) in the world frame, given the owner's pose ``X_WL``."""
         X = X_WL @ self.X_LS

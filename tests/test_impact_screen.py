@@ -298,3 +298,38 @@ def test_kernel_view_localises_like_fcl(tmp_path, speed, yaw_tilt):
         fracs.append(f)
     # both land where the gap is in (0, thr]: within thr / travel of each other
     assert abs(fracs[0] - fracs[1]) <= THR / travel
+
+
+def _cube_obj(path, half: float):
+    """A closed cube mesh (OBJ, 12 outward triangles) of half-width ``half`` (m)."""
+    V = [((k >> 2) & 1, (k >> 1) & 1, k & 1) for k in range(8)]
+    F = [(1, 3, 0), (4, 1, 0), (0, 3, 2), (2, 4, 0), (1, 7, 3), (5, 1, 4), (5, 7, 1), (3, 7, 2),
+         (6, 4, 2), (2, 7, 6), (6, 5, 4), (7, 5, 6)]
+    lines = [f"v {(2 * x - 1) * half} {(2 * y - 1) * half} {(2 * z - 1) * half}" for x, y, z in V]
+    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in F]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("inner", ["{sphere: {radius: 0.01}}", "{cylinder: {radius: 0.01, length: 0.03}}",
+                                   "{capsule: {radius: 0.01, length: 0.03}}"])
+def test_round_shape_entirely_inside_a_mesh_is_interpenetrating(tmp_path, inner):
+    """A round primitive wholly inside a closed mesh block: no triangle crosses it, so FCL's
+    mesh collide says no and the containment guard decides, through the primitive's surface point
+    (its radius along x; no tessellation).  Moved clear of the block, or its centre on the block's
+    side face, the verdict follows the geometry."""
+    mesh = _cube_obj(tmp_path / "block.obj", 0.1)
+    w = world_of(tmp_path, [f"{{name: ball, shape: {inner}, mass: 0.1, pose: {{xyz: [0, 0, 0.5]}}}}"],
+                 [f"{{name: block, shape: {{mesh: {mesh}}}, pose: {{xyz: [0, 0, 0.5]}}}}"])
+    m = model_for(w)
+    ia, ib = w.table.index["ball"], w.table.index["block"]
+    pair = (min(ia, ib), max(ia, ib))
+    assert np.allclose(w.table.shape_list[ia].surface_point, [0.01, 0.0, 0.0])
+    X = w.body_poses()
+    m._place(m.shape_poses(X), [ia, ib], m.data)
+    assert not m.data.fcl.collide(ia, ib)                   # FCL alone misses the containment
+    assert m.penetrating(X) == [pair]
+    X[ia][:3, 3] = (0.0, 0.0, 0.5 + 0.1 + 0.03)              # above the block's top face (z = 0.6)
+    assert m.penetrating(X) == []
+    X[ia][:3, 3] = (0.1, 0.0, 0.5)                           # centre on the block's side face
+    assert m.penetrating(X) == [pair]

@@ -360,12 +360,13 @@ class CollisionModel:
         return best, p, p
 
     def _contained(self, X, sa: int, sb: int) -> bool:
-        """Guard for a shape entirely inside another (FCL reports no collision then)."""
+        """Guard for a shape entirely inside another (FCL reports no collision then): as the
+        surfaces do not cross, one surface point of the inner shape decides."""
         lo, hi = K.world_aabbs(X, self.pool.lo, self.pool.hi, self._svalid)
         for a, b in ((sa, sb), (sb, sa)):
             if np.all(lo[a] >= lo[b]) and np.all(hi[a] <= hi[b]):
                 s = self.table.shape_list[a]
-                p = X[a][:3, :3] @ s.vertices[0] + X[a][:3, 3]
+                p = X[a][:3, :3] @ s.surface_point + X[a][:3, 3]     # any one: no surface crossing
                 q = np.ascontiguousarray(((p - X[b][:3, 3]) @ X[b][:3, :3]).reshape(1, 3))
                 if K.sdf_points(self._P, b, q)[0] < 0:
                     return True
