@@ -79,6 +79,9 @@ MAX_FRICTION_DIRECTIONS = 32
 
 #: initial capacity of the warm-start table (entries; a power of 2, doubled when half full)
 WARM_CAPACITY = 64
+#: default most warm-start entries kept (``Simulator(warm_start_entries=...)``): beyond it the table
+#: starts afresh, so a long run's memory (and ``save_state``'s copy) stays bounded
+WARM_MAX_ENTRIES = 1 << 14
 #: radius (m) within which a contact takes the LCP flags of last step's contact between the same bodies
 MATCH_RADIUS = 2e-3
 
@@ -118,6 +121,12 @@ class SimData:
     def set_table(self, keys, used, ta, tb, store) -> None:
         """Keep the (possibly grown) table arrays a kernel returned."""
         self.keys, self.used, self.ta, self.tb, self.store = keys, used, ta, tb, store
+
+    def clear_table(self) -> None:
+        """An empty warm-start table of the initial capacity (the next LCPs start cold)."""
+        fresh = SimData(self.X_static, self.ext)
+        self.set_table(fresh.keys, fresh.used, fresh.ta, fresh.tb, fresh.store)
+        self.meta[:] = 0
 
     def copy(self) -> "SimData":
         """A deep copy."""
@@ -216,7 +225,9 @@ class Simulator:
     construction and H_CORRECTION_MIN), ``threshold`` contact distance (m, > 0; default the world's, 0.1 mm),
     ``static_speed`` static/kinetic switch (m/s, >= 0; 1 mm/s), ``gravity`` (3,) m/s^2 in W (default
     the world's), ``contact_compliance`` (>= 0), ``max_region_points`` (0: no limit, else >= 3),
-    ``restitution_speed`` (m/s, >= 0), ``lemke``: None (default) solves each island with the compiled
+    ``restitution_speed`` (m/s, >= 0), ``warm_start_entries`` (>= 0; the most islands whose last LCP
+    basis is kept for a warm start: beyond it the table starts afresh, as a cold start would),
+    ``lemke``: None (default) solves each island with the compiled
     solver and the project's Lemke; an LCP solver ``lemke(M, q, warm_start=None) -> LCPResult`` runs
     the reference implementation of :mod:`graspsim.dynamics.island` with it instead (slower; for
     experiments with other solvers).  Bad values raise ValueError naming the parameter; so does a
@@ -228,7 +239,8 @@ class Simulator:
                  threshold: float | None = None, static_speed: float = 1e-3, gravity=None,
                  collisions: bool = True, lemke: Callable | None = None, profile: bool = False,
                  project_joints: bool = True, contact_compliance: float = 1e-6, max_region_points: int = 8,
-                 restitution: bool = False, restitution_speed: float = 0.1):
+                 restitution: bool = False, restitution_speed: float = 0.1,
+                 warm_start_entries: int = WARM_MAX_ENTRIES):
         if not isinstance(world, World):
             raise ValueError(f"Simulator needs a graspsim World (graspsim.load_world), got {type(world).__name__}")
         self.world = world
@@ -269,6 +281,10 @@ class Simulator:
             raise ValueError(f"max_region_points must be 0 (no limit) or a whole number >= 3, "
                              f"got {max_region_points!r}")
         self.max_region_points = int(mrp)
+        wse = number("warm_start_entries", warm_start_entries, 0.0, 1e12)
+        if wse != int(wse):
+            raise ValueError(f"warm_start_entries must be a whole number >= 0, got {warm_start_entries!r}")
+        self.warm_start_entries = int(wse)
         self.restitution = bool(restitution)
         self.restitution_speed = number("restitution_speed", restitution_speed, 0.0, np.inf)
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
@@ -686,6 +702,8 @@ class Simulator:
         try:    # the compiled kernels divide: overflowing numbers (a blow-up) end in a ZeroDivisionError
             _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, mv.q1, s.v, asm.k, mv.h)
             v_new, impulses, sol = self._solve_islands(labels, n_isl, Minv, a_over_M, asm, mv.contacts)
+            if self._data.meta[0] > self.warm_start_entries:
+                self._data.clear_table()        # warm starts are only guesses: memory stays bounded
             # post-stabilisation of the joints: project the new positions back onto the constraints
             # (jq is finite: it comes from finite poses unwrapped against the checked joint_q)
             c1, q1, finite = RK.finish(mv.c1, mv.q1, sol.pop("dx"), v_new)
