@@ -419,6 +419,22 @@ def test_resume_refuses_a_different_configuration(reference, tmp_path):
     assert res.skipped == 0
 
 
+def test_a_finished_database_is_one_file_and_reading_it_leaves_none_behind(reference, tmp_path):
+    """After a run the results database is a single file (no -wal/-shm beside it); reading it
+    (rows, summary, export) creates none, and a resumed run still finds every row."""
+    db = _db(tmp_path, "one")
+    cfg = dict(SMALL, candidates=dict(SMALL["candidates"], rolls=1, standoffs=[0.14]))
+    run_batch(cfg, db, progress="off")
+    side = lambda: sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(db.name + "-"))
+    assert side() == []
+    n = len(read_results(db))
+    summarize(db)
+    export_results(db, tmp_path / "r.csv")
+    assert side() == []
+    res = run_batch(cfg, db, resume=True, progress="off")
+    assert res.skipped == n and len(read_results(db)) == n and side() == []
+
+
 # -- output --------------------------------------------------------------------------------------------
 
 def test_export_csv_and_parquet_round_trip(reference, tmp_path):

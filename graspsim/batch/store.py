@@ -140,6 +140,13 @@ class ResultStore:
                     self.con.execute(f"ALTER TABLE results ADD COLUMN {n} {t}")
 
     def close(self) -> None:
+        # back to a rollback journal when this is the database's last connection (a reader's
+        # open connection keeps WAL): the finished file is one file, and read-only readers
+        # (summary, export) need not create -wal/-shm files they cannot remove
+        try:
+            self.con.execute("PRAGMA journal_mode=DELETE")
+        except sqlite3.OperationalError:
+            pass
         self.con.close()
 
     def __enter__(self):
