@@ -234,13 +234,7 @@ def _cull(P, ib, blo, bhi, m, carried, R, t, olo, ohi):
                     k += 1
     # ascending (distinct indices): a few by insertion, many by marking them -- no library sort
     if k <= 32:
-        for i in range(1, k):
-            e = out[i]
-            j = i
-            while j > 0 and out[j - 1] > e:
-                out[j] = out[j - 1]
-                j -= 1
-            out[j] = e
+        _insertion_sort(out, k)
     else:
         mark = np.zeros(nt, np.bool_)
         for i in range(k):
@@ -251,6 +245,18 @@ def _cull(P, ib, blo, bhi, m, carried, R, t, olo, ohi):
                 out[k] = t0 + j
                 k += 1
     return out[:k]
+
+
+@njit(cache=True)
+def _insertion_sort(a, k):
+    """a[:k] ascending in place (a few entries: cheaper than a library sort, and none to compile)."""
+    for i in range(1, k):
+        e = a[i]
+        j = i
+        while j > 0 and a[j - 1] > e:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = e
 
 
 @njit(cache=True)
@@ -439,13 +445,7 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
     # ascending (the edges are distinct: any sort gives the same order); a few by insertion, many
     # by a scan of ``seen`` -- no library sort to compile on the first run
     if ne_ <= 32:
-        for i in range(1, ne_):
-            e = edges[i]
-            j = i
-            while j > 0 and edges[j - 1] > e:
-                edges[j] = edges[j - 1]
-                j -= 1
-            edges[j] = e
+        _insertion_sort(edges, ne_)
     else:
         ne_ = 0
         for j in range(seen.shape[0]):

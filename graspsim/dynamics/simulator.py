@@ -311,6 +311,7 @@ class Simulator:
         # the data block (see SimData): everything else the step reads that changes
         self._data = SimData(world.body_poses(), np.zeros((nb, 6)))
         self._com_L_all = self.table.com
+        self._vel_buf = np.zeros((len(self.table), 6))    # step 3's body velocities (N, 6), reused
         # initial state from the world's kinematic state
         X0 = self._data.X_static[self.bodies.table_index]
         R0 = X0[:, :3, :3]
@@ -891,9 +892,7 @@ class Simulator:
             return 1.0, None
         # kinematic bases were placed at t + h before the move (_kinematic_velocities), so they stand
         # still within it: zero velocity bounds their travel here (their rows of the buffer stay 0)
-        vel = self.__dict__.get("_vel_buf")
-        if vel is None:
-            vel = self.__dict__["_vel_buf"] = np.zeros((len(self.table), 6))
+        vel = self._vel_buf
         vel[self.bodies.table_index] = s.v
         move = lambda f: self._poses(*RK.integrate(s.c, s.q, s.v, f * h))
         return first_impact(self._collision_model(), self._poses(s.c, s.q), X1, vel, self._body_radius, h,
