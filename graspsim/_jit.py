@@ -13,7 +13,11 @@ Every graspsim kernel is cached on disk (``cache=True`` is implied).  Two things
   wrapper only.
 
 A helper's machine code is made only inside its callers (:mod:`graspsim._link_only`): its cache
-entry is LLVM bitcode for linking.  A helper's cache entries carry a tag of their own, so an entry
+entry is LLVM bitcode for linking.  A *public* kernel called from another kernel is called there
+through its helper twin (same function, helper options, own cache entries): the caller links its
+code, and the public kernel itself is compiled in full only if Python calls it (the island solver's
+``solve_island`` and the LCP ``solve``, both called by ``solve_islands``, were compiled a second time
+for their own sake: 6 s of the first run's CPU).  A helper's cache entries carry a tag of their own, so an entry
 compiled without the wrapper is never loaded for a Python call.  Compiles report progress (:mod:`graspsim._compile`) and take their group's
 inter-process lock (:mod:`graspsim._warmup`).  ``NUMBA_DISABLE_JIT=1`` returns the plain Python
 functions, as numba does.
@@ -27,13 +31,14 @@ from numba.core import config, types
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 from numba.core.registry import CPUDispatcher
 
-from . import _compile, _link_only, _warmup
+from . import _compile, _flag_values, _link_only, _warmup
 from ._numba_locator import PackageCacheLocator
 
 __all__ = ["njit", "is_kernel", "is_helper"]
 
 _compile.install()      # compile progress on stderr, before any kernel can compile
 _link_only.install()
+_flag_values.install()
 
 
 class _KernelCacheImpl(CompileResultCacheImpl):
@@ -50,8 +55,21 @@ class _Kernel(CPUDispatcher):
 
     graspsim_kernel = True
 
+    _callee = None      # the helper twin that other kernels call (made on first use)
+
     def enable_caching(self):
         self._cache = _KernelCache(self.py_func)
+
+    @property
+    def _numba_type_(self):
+        # How a kernel's body sees this kernel: as its helper twin, so a caller links the code
+        # (no CPython wrapper, no machine code of its own) instead of compiling this public kernel
+        # in full for its own sake too.  Python calls still come here.
+        if self._callee is None:
+            opts = {**self.targetoptions, "no_cpython_wrapper": True}
+            self._callee = _Helper(py_func=self.py_func, locals=self.locals, targetoptions=opts)
+            self._callee.enable_caching()
+        return types.Dispatcher(self._callee)
 
     def get_call_template(self, args, kws):
         args = tuple(types.unliteral(a) for a in args)
@@ -98,6 +116,10 @@ class _Helper(_Kernel):
 
     def enable_caching(self):
         self._cache = _HelperCache(self.py_func)
+
+    @property
+    def _numba_type_(self):
+        return types.Dispatcher(self)
 
     def add_overload(self, cres):
         # No entry in the Python call table: there is no CPython wrapper to call.  A Python call

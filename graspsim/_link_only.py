@@ -15,7 +15,8 @@ What it takes, all within this module and :mod:`graspsim._jit`:
 
 * ``compiling(helper)`` marks, per thread, which graspsim kernel is being compiled (or loaded from
   the disk cache); numba's own dispatchers compiled on the way (its ``@overload`` implementations)
-  are marked as not helpers and keep numba's behaviour.
+  are link-only as well.  A public kernel called from another kernel is called through its helper
+  twin (:mod:`graspsim._jit`), so it is link-only there too.
 * Libraries finalised while a helper is innermost skip the module optimisation and are not added
   to the JIT engine (no machine code).  A library loaded from machine code is left alone.
 * A helper's disk-cache entry is its LLVM bitcode (numba's other serialisation), not machine code.
@@ -60,11 +61,14 @@ def _link_only(lib) -> bool:
 
 
 class _NumbaDispatchers(event.Listener):
-    """numba's own dispatchers compiled inside a kernel's compile keep numba's full treatment."""
+    """numba's own dispatchers (its ``@overload`` implementations: ``np.empty``, ``min``, ...)
+    compiled inside a kernel's compile are link-only too: numba only ever links their code into the
+    caller's (they have no CPython wrapper).  Compiled outside a kernel's compile (a user's own
+    ``numba.njit`` code) they keep numba's full treatment."""
 
     def on_start(self, ev) -> None:
         if not getattr(ev.data["dispatcher"], "graspsim_kernel", False):
-            _stack().append(False)
+            _stack().append(bool(_stack()))
 
     def on_end(self, ev) -> None:
         if not getattr(ev.data["dispatcher"], "graspsim_kernel", False):
