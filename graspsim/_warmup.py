@@ -1,9 +1,9 @@
 """Compile kernel groups in a helper process while the main process compiles the others (first run).
 
 numba compiles on one core.  On the first run (empty cache) the main process, at its first kernel
-compile, starts ``python -m graspsim._warmup warm island hull``: a helper that compiles the LCP /
-island-solver kernels and the grasp-quality hull search, with the argument types of the README's
-first job (:mod:`graspsim._kernel_manifest`), into numba's disk cache.  Meanwhile the main process
+compile, starts ``python -m graspsim._warmup warm simplify island hull``: a helper that compiles
+the contact-polygon reduction, the LCP / island-solver kernels and the grasp-quality hull search,
+with the argument types of the README's first job (:mod:`graspsim._kernel_manifest`), into numba's disk cache.  Meanwhile the main process
 compiles collision and constraint-row kernels; when it reaches the island solver it loads it from the
 cache instead of compiling it.  The helper ends when done, or when the main process exits.
 
@@ -13,7 +13,7 @@ the imports).  numba's cache files of one function are not safe against two proc
 lock file for its duration (``exclusive``), in every process: a process that needs a kernel of a
 group that another process is compiling waits for it, then loads from the cache.  No locking (and no
 helper) where ``fcntl`` is missing.  ``GRASPSIM_WARMUP=0`` disables the helper
-(``GRASPSIM_WARMUP=island,hull`` is the default list of its groups).
+(``GRASPSIM_WARMUP=simplify,island,hull`` is the default list of its groups).
 
 ``python -m graspsim._warmup record`` runs the README's first job with an empty cache and rewrites
 the manifest.
@@ -58,7 +58,10 @@ GROUPS = {
 # of compile CPU + 2 s, helper 32-34 s (island 24-25, hull 8.5) + 1 s; the main process now waits
 # ~7 s for the helper.  Moving the whole hull group to it would make it the longer one (the hull
 # group has one top-level kernel, hull_search, since its initial simplex became a helper).
-HELPER_GROUPS = ("island", "hull")
+# Again (load 0.6, public kernels linked through helper twins, 159 kernels): main 28.2 s of compile
+# CPU (collision 15.2, rows 11.7, polygon reduction 1.3) + 1.9 s, helper 23.2 s (island 15.3, hull
+# 7.9) + 1 s: the polygon reduction moves to the helper (first, as the main process needs it at ~16 s).
+HELPER_GROUPS = ("simplify", "island", "hull")
 ENV = "GRASPSIM_WARMUP"                 # "0": no helper; or the groups it compiles, comma-separated
 MANIFEST_ENV = "GRASPSIM_KERNEL_MANIFEST"
 LOCK_WAIT = 600.0                       # s, longest wait for another process's compile of a group
