@@ -374,3 +374,86 @@ def test_helper_code_is_made_only_in_its_callers(tmp_path):
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["top"] == 42.0 and out["compiled"] == ["top"] and out["h_link_only"]
+
+
+KMOD4 = """
+import numpy as np
+from graspsim._jit import njit
+@njit
+def mid(x):
+    a = np.empty(3)
+    a[:] = x
+    return a.sum()
+@njit
+def top(x):
+    return 2.0 * mid(x) + 1.0
+"""
+TWIN = """
+import json, sys
+sys.path.insert(0, ".")
+from numba.core import event
+compiled, compiling_numba = [], []
+class L(event.Listener):
+    def on_start(self, e):
+        d = e.data["dispatcher"]
+        if d.py_func.__module__ == "kmod4":
+            compiled.append(d.py_func.__qualname__)
+        elif not getattr(d, "graspsim_kernel", False):
+            compiling_numba.append(d)
+    def on_end(self, e):
+        pass
+event.register("numba:compile", L())
+import kmod4
+libs = lambda d: [c.library for c in d.overloads.values()]
+out = {"top": kmod4.top(2.0)}
+out["mid_full_before"] = len(kmod4.mid.overloads)
+twin = kmod4.mid._callee
+out["twin_link_only"] = [getattr(l, "graspsim_link_only", False) for l in libs(twin)] if twin else []
+out["numba_link_only"] = sorted({getattr(l, "graspsim_link_only", False) for d in compiling_numba for l in libs(d)})
+out["mid"] = kmod4.mid(2.0)
+out["mid_link_only"] = [getattr(l, "graspsim_link_only", False) for l in libs(kmod4.mid)]
+out["compiled"] = compiled
+print(json.dumps(out))
+"""
+
+
+def test_public_kernel_called_from_a_kernel_is_linked_not_compiled_in_full(tmp_path):
+    """A public kernel called from another kernel is compiled there as its helper twin (code linked
+    into the caller, no machine code of its own), and with numba's own @overload code (np.empty)
+    link-only too; a Python call still compiles the public kernel in full, also in a process that
+    loads the caller from the cache (the twin's bitcode entry is never loaded for a Python call)."""
+    (tmp_path / "kmod4.py").write_text(KMOD4)
+    env = _env(tmp_path / "cache")
+    out, _ = _run(TWIN, env, tmp_path)
+    assert out["top"] == 13.0 and out["mid"] == 6.0             # 2 * (3 * 2) + 1, 3 * 2
+    assert out["mid_full_before"] == 0 and out["twin_link_only"] == [True]
+    assert out["numba_link_only"] == [True]                       # np.empty's and the fill's code
+    assert out["mid_link_only"] == [False]                        # called from Python: machine code
+    assert out["compiled"] == ["top", "mid", "mid"]               # twin in top, then the public one
+    # warm: top loads from the cache; a Python call of mid loads its own (full) entry
+    out, _ = _run(TWIN, env, tmp_path)
+    assert out["top"] == 13.0 and out["mid"] == 6.0 and out["compiled"] == []
+    assert out["mid_link_only"] == [False]
+
+
+def test_flag_values_match_numbas_own():
+    """graspsim's one-merge TargetConfig.values() gives numba's dict: every option, set or default,
+    in the options' order (the overload cache keys on it)."""
+    from numba.core import compiler, cpu, targetconfig
+
+    from graspsim import _flag_values, _jit, _link_only  # noqa: F401  (_jit installs the patches)
+
+    if not _link_only.ACTIVE:
+        pytest.skip("untested numba version: nothing patched")
+    assert targetconfig.TargetConfig.values is _flag_values._values
+    f = compiler.Flags()
+    f.nrt = True
+    f.fastmath = cpu.FastMathOptions({"reassoc"})
+    f.boundscheck = None
+    g = compiler.Flags(f)
+    g.no_cpython_wrapper = True
+    for flags in (compiler.Flags(), f, g):
+        want = {k: getattr(flags, k) for k in flags.options}
+        got = flags.values()
+        assert got == want and list(got) == list(want)
+    assert f != g and f == compiler.Flags(f) and hash(f) == hash(compiler.Flags(f))
