@@ -80,3 +80,23 @@ def test_thin_wrench_sets_follow_the_svd_rank(gws):
                 elif gws == "L1":
                     assert r.volume > 0.0
     assert seen == {5, 6}
+
+
+@pytest.mark.parametrize("gws", ["L1", "Linf"])
+def test_lazy_volume_uses_the_known_rank(gws, monkeypatch):
+    """The lazy ``volume`` of a full-rank analyze result equals gws_volume (computed first, with
+    the rank test) and runs no second rank SVD."""
+    import graspsim.grasp.quality as quality
+
+    rng = np.random.default_rng(7)
+    results = []
+    for _ in range(12):
+        P, N = _sphere_grasp(rng, 3)
+        r = g.analyze(P, N, 0.5, center=Z3, torque_scale=1.0, gws=gws, edges=6 if gws == "L1" else 4)
+        results.append((r, g.gws_volume(r.wrenches, gws)))
+    assert all(r.rank == 6 and v > 0.0 for r, v in results)
+    calls = []
+    monkeypatch.setattr(quality, "_space_rank", lambda W, s: calls.append(1) or _space_rank(W, s))
+    for r, v in results:
+        assert r.volume == pytest.approx(v, rel=1e-12, abs=0.0)
+    assert calls == []

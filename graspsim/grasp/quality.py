@@ -189,7 +189,9 @@ class GraspQuality:
         L-infinity hull of k contacts with M generators can have far more than the default:
         about 170 bytes and 2-5 us per facet); beyond that :func:`gws_volume` raises RuntimeError."""
         if self._volume is None:
-            self._volume = gws_volume(self.wrenches, self.gws, max_facets=max_facets)
+            W = _as_wrench_array(self.wrenches)
+            # analyze() already decided the rank: a full-rank result skips the rank's SVD
+            self._volume = _volume(W, self.gws, max_facets, full_rank=self.rank >= W.shape[2])
         return self._volume
 
     def margin(self, wrench: ArrayLike) -> "WrenchMargin":
@@ -332,9 +334,11 @@ def gws_volume(wrenches: ArrayLike, gws: str = "L1", *,
     beyond ``max_facets`` a ``RuntimeError`` says so instead of running for
     hours.
     """
-    gws = _check_space(gws)
-    W = _as_wrench_array(wrenches)
-    if W.shape[0] == 0 or _space_rank(W, gws) < W.shape[2]:
+    return _volume(_as_wrench_array(wrenches), _check_space(gws), max_facets)
+
+
+def _volume(W: FloatArray, gws: str, max_facets: int, full_rank: bool = False) -> float:
+    if W.shape[0] == 0 or (not full_rank and _space_rank(W, gws) < W.shape[2]):
         return 0.0
     st, _, _, _, nf, vol = _search(W, gws, full=True, max_facets=max_facets)
     if st == -3:
