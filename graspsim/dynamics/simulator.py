@@ -475,8 +475,11 @@ class Simulator:
             X = spatial.check_rigid(out[0], f"{what}: pose")
             tw = vector(f"{what}: twist", out[1], 6)
             com = X[:3, :3] @ self._com_L_all[b]
-            V[b, :3] = tw[:3] + cross(tw[3:], com)
-            V[b, 3:] = tw[3:]
+            # v_com = v + w x com on Python floats (the same IEEE products and differences as
+            # rows.cross, without its array temporaries: this runs every step of a moving base)
+            v0, v1, v2, w0, w1, w2 = tw.tolist()
+            c0, c1, c2 = com.tolist()
+            V[b] = (v0 + (w1 * c2 - w2 * c1), v1 + (w2 * c0 - w0 * c2), v2 + (w0 * c1 - w1 * c0), w0, w1, w2)
             placed.append((b, X))
         for b, X in placed:      # only once every motion checked out
             self._data.X_static[b] = X
@@ -724,10 +727,9 @@ class Simulator:
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
         st = asm.st
         broken, lock = s.broken.copy(), s.lock.copy()
-        if len(st.brk_rows):
-            c_imp = np.zeros(len(st.c_idx))       # impulses of the coupling rows (none for the holds)
-            c_imp[st.c_hard] = sol["hard_impulse"][asm.n_joint_rows:]
-            self._update_breakaway(st, c_imp, mv.h, mv.jq, cmd, broken, lock)
+        if st.brk_any:
+            # the hard coupling rows' impulses follow the joint rows (the holds are soft: none)
+            self._update_breakaway(st, sol["hard_impulse"][asm.n_joint_rows:], mv.h, mv.jq, cmd, broken, lock)
         self._state = SimState(s.time + mv.h, c1, q1, v_new, mv.jq, broken, lock, s.steps + 1)
         self._data.ext[:] = 0.0
         self.info = StepInfo(h=mv.h, fraction=mv.frac, contacts=mv.contacts, contact_impulse=impulses,
@@ -856,6 +858,16 @@ class Simulator:
             np.zeros(0, bool)
         # coupling rows of breakaway DOFs (the clutch test of _update_breakaway)
         S.brk_rows = np.flatnonzero(self.ds.breakaway[S.c_dof]) if len(S.c_dof) else np.zeros(0, np.int64)
+        # what _update_breakaway reads, per breakaway row: held DOFs (broken away: may re-couple) with
+        # their clutch arrays; coupled DOFs (may give way) with the row's place among the hard
+        # coupling rows (a row not held is hard: c_hard is False only for holds) and the torque
+        brk_d, brk_held = S.c_dof[S.brk_rows], S.c_lock[S.brk_rows]
+        S.brk_any = bool(len(S.brk_rows))
+        S.brk_held_dof = brk_d[brk_held]
+        S.brk_clutch = tuple(a[S.brk_held_dof] for a in self._clutch)
+        S.brk_free_dof = brk_d[~brk_held]
+        S.brk_free_hard = (np.cumsum(S.c_hard, dtype=np.int64) - 1)[S.brk_rows[~brk_held]]
+        S.brk_free_torque = self.ds.breakaway_torque[S.brk_free_dof]
         S.lim_lo, S.lim_hi = js.limits[S.limit_cand, 0], js.limits[S.limit_cand, 1]
         S.lim_tol = np.where(js.kind[S.limit_cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
         cache[key] = S
@@ -1195,20 +1207,20 @@ class Simulator:
         info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
 
-    def _update_breakaway(self, st, coupling_impulse: np.ndarray, h, jq, cmd, broken, lock) -> None:
+    def _update_breakaway(self, st, hard_coupling_impulse: np.ndarray, h, jq, cmd, broken, lock) -> None:
         """A breakaway DOF's coupling gives way when it transmits more than the breakaway torque; it
         re-couples when the DOF is commanded open and the distal is back at its coupled angle.
-        Updates ``broken`` and ``lock`` (the new state's copies) in place."""
-        rows = st.brk_rows
-        d, held = st.c_dof[rows], st.c_lock[rows]
-        if cmd is not None and held.any():
-            dl = d[held]
-            prox, dist, rho, off0, off1 = (a[dl] for a in self._clutch)
+        ``hard_coupling_impulse``: impulses (N m s) of the hard coupling rows, in ``st.c_idx`` order.
+        Updates ``broken`` and ``lock`` (the new state's copies) in place; the index arrays are
+        ``_structure``'s (built once per broken pattern)."""
+        dl = st.brk_held_dof
+        if cmd is not None and len(dl):
+            prox, dist, rho, off0, off1 = st.brk_clutch
             back = (np.asarray(cmd.qd_ref, dtype=float)[dl] < 0) & (jq[dist] <= rho * jq[prox] + off1 - rho * off0)
             broken[dl[back]] = False
-        gives = ~held & (np.abs(coupling_impulse[rows]) / h > self.ds.breakaway_torque[d])
-        if gives.any():
-            dg = d[gives]
-            broken[dg] = True
-            lock[dg] = jq[self._clutch[0][dg]]
-
+        if len(st.brk_free_dof):    # coupled DOFs: a free coupling row is hard (see _structure)
+            gives = np.abs(hard_coupling_impulse[st.brk_free_hard]) / h > st.brk_free_torque
+            if gives.any():
+                dg = st.brk_free_dof[gives]
+                broken[dg] = True
+                lock[dg] = jq[self._clutch[0][dg]]
