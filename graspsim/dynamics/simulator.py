@@ -650,9 +650,10 @@ class Simulator:
         C-contiguous arrays (the kernels' layout; empty without contacts)."""
         if contacts is None:
             return self._no_contacts
-        i, f = (lambda a: np.ascontiguousarray(a, dtype=np.int64)), (lambda a: np.ascontiguousarray(a, dtype=float))
-        return (i(contacts.body_a), i(contacts.body_b), f(contacts.point), f(contacts.normal), f(contacts.tangent1),
-                f(contacts.tangent2), f(contacts.separation))
+        i, f = np.ascontiguousarray, np.ascontiguousarray    # the same arrays when already in layout
+        return (i(contacts.body_a, dtype=np.int64), i(contacts.body_b, dtype=np.int64), f(contacts.point, dtype=float),
+                f(contacts.normal, dtype=float), f(contacts.tangent1, dtype=float), f(contacts.tangent2, dtype=float),
+                f(contacts.separation, dtype=float))
 
     def _assemble_reference(self, s: SimState, mv: "_Move", cmd, V, h: float) -> "_Assembly":
         """The numpy/Python reference of :meth:`_assemble` (and its path with restitution): friction coefficients (eq. 13), external forces
@@ -1135,8 +1136,8 @@ class Simulator:
                 f"verified solution after {piv} pivots, also with contact compliance up to "
                 f"{self.contact_compliance * 1e4:.1e} and a diagonal regularisation)")
         d.cwarm = None if contacts is None or not len(contacts) else (ca, cb, cp, cflags)
-        info = {"lcp_sizes": sizes_isl[sizes_isl > 0].tolist(), "pivots": int(pivots), "hard_impulse": hard_impulse,
-                "dx": dx}
+        info = {"lcp_sizes": [m_ for m_ in sizes_isl.tolist() if m_ > 0], "pivots": int(pivots),
+                "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
 
     def _solve_islands_reference(self, labels, n_isl, Minv, a_over_M, asm: "_Assembly", contacts):
