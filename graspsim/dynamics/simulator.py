@@ -864,11 +864,13 @@ class Simulator:
         # coupling rows (a row not held is hard: c_hard is False only for holds) and the torque
         brk_d, brk_held = S.c_dof[S.brk_rows], S.c_lock[S.brk_rows]
         S.brk_any = bool(len(S.brk_rows))
-        S.brk_held_dof = brk_d[brk_held]
-        S.brk_clutch = tuple(a[S.brk_held_dof] for a in self._clutch)
-        S.brk_free_dof = brk_d[~brk_held]
+        # held: (dof, proximal joint, distal joint, distal/proximal ratio, proximal and distal offsets)
+        S.brk_held = list(zip(*(a.tolist() for a in (brk_d[brk_held], *(c[brk_d[brk_held]] for c in self._clutch)))))
+        # free: (dof, proximal joint, breakaway torque (N m)) and the row's index among the hard ones
+        d_free = brk_d[~brk_held]
+        S.brk_free = list(zip(d_free.tolist(), self._clutch[0][d_free].tolist(),
+                              self.ds.breakaway_torque[d_free].astype(float).tolist()))
         S.brk_free_hard = (np.cumsum(S.c_hard, dtype=np.int64) - 1)[S.brk_rows[~brk_held]]
-        S.brk_free_torque = self.ds.breakaway_torque[S.brk_free_dof]
         S.lim_lo, S.lim_hi = js.limits[S.limit_cand, 0], js.limits[S.limit_cand, 1]
         S.lim_tol = np.where(js.kind[S.limit_cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
         cache[key] = S
@@ -1214,14 +1216,15 @@ class Simulator:
         ``hard_coupling_impulse``: impulses (N m s) of the hard coupling rows, in ``st.c_idx`` order.
         Updates ``broken`` and ``lock`` (the new state's copies) in place; the index arrays are
         ``_structure``'s (built once per broken pattern)."""
-        dl = st.brk_held_dof
-        if cmd is not None and len(dl):
-            prox, dist, rho, off0, off1 = st.brk_clutch
-            back = (np.asarray(cmd.qd_ref, dtype=float)[dl] < 0) & (jq[dist] <= rho * jq[prox] + off1 - rho * off0)
-            broken[dl[back]] = False
-        if len(st.brk_free_dof):    # coupled DOFs: a free coupling row is hard (see _structure)
-            gives = np.abs(hard_coupling_impulse[st.brk_free_hard]) / h > st.brk_free_torque
-            if gives.any():
-                dg = st.brk_free_dof[gives]
-                broken[dg] = True
-                lock[dg] = jq[self._clutch[0][dg]]
+        # a few DOFs at most: Python floats, the same IEEE operations in the same order as numpy's
+        if cmd is not None and st.brk_held:
+            qd_ref = np.asarray(cmd.qd_ref, dtype=float)
+            for d, prox, dist, rho, off0, off1 in st.brk_held:
+                if qd_ref[d] < 0 and jq[dist] <= rho * jq[prox] + off1 - rho * off0:
+                    broken[d] = False
+        if st.brk_free:    # coupled DOFs: a free coupling row is hard (see _structure)
+            imp = hard_coupling_impulse[st.brk_free_hard].tolist()
+            for (d, prox, torque), x in zip(st.brk_free, imp):
+                if abs(x) / h > torque:
+                    broken[d] = True
+                    lock[d] = jq[prox]
