@@ -312,6 +312,10 @@ class Simulator:
         self._data = SimData(world.body_poses(), np.zeros((nb, 6)))
         self._com_L_all = self.table.com
         self._vel_buf = np.zeros((len(self.table), 6))    # step 3's body velocities (N, 6), reused
+        # the dynamic bodies' rows of that buffer: a slice when they are consecutive in the table
+        # (the usual case: links, then objects), which numpy copies without a fancy-index pass
+        ti = self.bodies.table_index
+        self._vel_rows = slice(int(ti[0]), int(ti[-1]) + 1) if len(ti) and ti[-1] - ti[0] + 1 == len(ti) else ti
         # initial state from the world's kinematic state
         X0 = self._data.X_static[self.bodies.table_index]
         R0 = X0[:, :3, :3]
@@ -908,7 +912,7 @@ class Simulator:
         # kinematic bases were placed at t + h before the move (_kinematic_velocities), so they stand
         # still within it: zero velocity bounds their travel here (their rows of the buffer stay 0)
         vel = self._vel_buf
-        vel[self.bodies.table_index] = s.v
+        vel[self._vel_rows] = s.v
         move = lambda f: self._poses(*RK.integrate(s.c, s.q, s.v, f * h))
         return first_impact(self._collision_model(), self._poses(s.c, s.q), X1, vel, self._body_radius, h,
                             move, self._find_contacts)
