@@ -644,7 +644,9 @@ class Simulator:
             st.lim_lo, st.lim_hi, st.lim_tol, cmd is not None, A, ds.effort, *carr, MS, MK, V is not None,
             self._no_V if V is None else V, h, max(h, self._h_correction), self.gamma, self.threshold, self.u,
             self.static_speed, LOCK_GAIN)
-        if len(mu) and math.isnan(mu.sum()):    # a material pair missing from the table: its lookup names it
+        # a material pair missing from the table (a NaN coefficient; the others are >= 0, so the sum
+        # is NaN exactly then; a Python sum of the few floats, not a numpy reduction): its lookup names it
+        if len(mu) and math.isnan(sum(mu.tolist())):
             i = int(np.flatnonzero(np.isnan(mu))[0])
             self.world.description.materials.mu(self.table.materials[carr[0][i]], self.table.materials[carr[1][i]])
         return _Assembly(st, Rows(rows_b, jac, rhs, comp), sizes, hard_err, mu, k, int(ne), carr)
