@@ -183,9 +183,10 @@ def _check_fast_pairs(model, X0, X1, pairs, T, thick, move, thr) -> float:
         d = model.data
         status[one] = overlap_status(model.shape_poses(X0), model.shape_poses(X1), sp, np.ascontiguousarray(Tk[one]),
                                      model._P, model.pen_tol, MAX_THRESHOLD, d.C, d.C2, model._cyl)
-    cand = [(int(i), int(j)) for i, j in pairs]
-    new = [p for p, st in zip(cand, status.tolist()) if st == 1]
-    ended = {p for p, st in zip(cand, status.tolist()) if st in (1, 2)}
+    cand = list(map(tuple, pairs.tolist()))                       # (i, j) as Python ints
+    status_l = status.tolist()
+    new = [p for p, st in zip(cand, status_l) if st == 1]
+    ended = {p for p, st in zip(cand, status_l) if st in (1, 2)}
     ask = pairs[status == 3]                                      # undecided: FCL
     view = None
     if new:      # the kernel sees their overlap at every fraction of the move (depth <= T)

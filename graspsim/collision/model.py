@@ -111,6 +111,14 @@ class ContactSet:
 _COLUMNS = tuple(f for f in ContactSet.__dataclass_fields__ if f != "names")
 
 
+def _contact_set(columns: tuple, names) -> ContactSet:
+    """``ContactSet(*columns, names=names)`` without the frozen dataclass's per-field
+    ``object.__setattr__`` (its __init__ has no checks; this runs every simulation step)."""
+    cs = object.__new__(ContactSet)
+    cs.__dict__.update(zip(_COLUMNS, columns), names=names)
+    return cs
+
+
 def _vec(v, width: int, decimals: int) -> str:
     """``[x y z]`` with fixed-width numbers; values that round to zero print without a sign."""
     return "[" + " ".join(f"{round(float(x), decimals) + 0.0:{width}.{decimals}f}" for x in v) + "]"
@@ -292,8 +300,8 @@ class CollisionModel:
             k = limit_regions_in_place(d.O_ab, d.O_v, d.O_s, k, int(max_region_points), REGION_COS_TOL)
         ab = d.O_ab[:, :k].copy()     # column blocks: every column below is a contiguous slice
         v = d.O_v[:, :k].copy()
-        return ContactSet(ab[0], ab[1], v[0], v[1], d.O_s[:k].copy(), v[4], v[5], v[2], v[3], ab[2], ab[3],
-                          names=self.table.names)
+        return _contact_set((ab[0], ab[1], v[0], v[1], d.O_s[:k].copy(), v[4], v[5], v[2], v[3], ab[2], ab[3]),
+                            self.table.names)
 
     def _candidates(self, X, sa: int, sb: int, d: CollisionData) -> np.ndarray:
         """Raw contact candidates (m, 10) of one *shape* pair (see kernels); a view of d.C."""
@@ -363,8 +371,12 @@ class CollisionModel:
         """Guard for a shape entirely inside another (FCL reports no collision then): as the
         surfaces do not cross, one surface point of the inner shape decides."""
         lo, hi = K.world_aabbs(X, self.pool.lo, self.pool.hi, self._svalid)
+        # the two boxes on Python floats (NaN fails every comparison, as with np.all)
+        box = {sa: (lo[sa].tolist(), hi[sa].tolist()), sb: (lo[sb].tolist(), hi[sb].tolist())}
         for a, b in ((sa, sb), (sb, sa)):
-            if np.all(lo[a] >= lo[b]) and np.all(hi[a] <= hi[b]):
+            (la, ha), (lb, hb) = box[a], box[b]
+            if (la[0] >= lb[0] and la[1] >= lb[1] and la[2] >= lb[2]
+                    and ha[0] <= hb[0] and ha[1] <= hb[1] and ha[2] <= hb[2]):
                 s = self.table.shape_list[a]
                 p = X[a][:3, :3] @ s.surface_point + X[a][:3, 3]     # any one: no surface crossing
                 q = np.ascontiguousarray(((p - X[b][:3, 3]) @ X[b][:3, :3]).reshape(1, 3))
@@ -394,7 +406,7 @@ class CollisionModel:
         if len(cand) == 0:
             return []
         self._place(X, np.unique(cand), d)
-        return [(int(i), int(j)) for i, j in cand if self._is_penetrating(X, int(i), int(j), d)]
+        return [(i, j) for i, j in cand.tolist() if self._is_penetrating(X, i, j, d)]
 
     def separations(self, poses: np.ndarray, pairs=None, *, margin: float = 0.01,
                     data: CollisionData | None = None):

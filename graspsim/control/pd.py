@@ -7,6 +7,7 @@ An optional ``feedforward(sim, robot, q, qd, qdd) -> tau`` adds computed torques
 from __future__ import annotations
 
 import math
+import operator
 from typing import Callable
 
 import numpy as np
@@ -133,9 +134,12 @@ class PDController:
         if self.feedforward is None:
             # the references in one compiled call (the same numbers as the Python loop below),
             # from arrays rebuilt whenever a trajectory object is replaced (they are immutable)
-            trajs = tuple(self.trajectories[ri] for ri in range(len(sim.ds.robot_slices)))
+            # the dict's values in robot order are the cached trajectories (the usual case: one
+            # identity test each); anything else rebuilds from the trajectories by robot index
+            trs = self.trajectories
             got = self.__dict__.get("_refs")
-            if got is None or len(got[0]) != len(trajs) or any(a is not b for a, b in zip(got[0], trajs)):
+            if got is None or len(trs) != len(got[0]) or not all(map(operator.is_, got[0], trs.values())):
+                trajs = tuple(trs[ri] for ri in range(len(sim.ds.robot_slices)))
                 got = self.__dict__["_refs"] = (trajs, _reference_arrays(trajs, sim.ds))
             q_ref, qd_ref = _pd_references(sim.time, sim.dt, *got[1])
             return DriveCommand(q_ref, qd_ref, self.kp, self.kd, np.zeros(nd), self.effort)

@@ -312,6 +312,10 @@ class Simulator:
         self._data = SimData(world.body_poses(), np.zeros((nb, 6)))
         self._com_L_all = self.table.com
         self._vel_buf = np.zeros((len(self.table), 6))    # step 3's body velocities (N, 6), reused
+        # the dynamic bodies' rows of that buffer: a slice when they are consecutive in the table
+        # (the usual case: links, then objects), which numpy copies without a fancy-index pass
+        ti = self.bodies.table_index
+        self._vel_rows = slice(int(ti[0]), int(ti[-1]) + 1) if len(ti) and ti[-1] - ti[0] + 1 == len(ti) else ti
         # initial state from the world's kinematic state
         X0 = self._data.X_static[self.bodies.table_index]
         R0 = X0[:, :3, :3]
@@ -475,8 +479,11 @@ class Simulator:
             X = spatial.check_rigid(out[0], f"{what}: pose")
             tw = vector(f"{what}: twist", out[1], 6)
             com = X[:3, :3] @ self._com_L_all[b]
-            V[b, :3] = tw[:3] + cross(tw[3:], com)
-            V[b, 3:] = tw[3:]
+            # v_com = v + w x com on Python floats (the same IEEE products and differences as
+            # rows.cross, without its array temporaries: this runs every step of a moving base)
+            v0, v1, v2, w0, w1, w2 = tw.tolist()
+            c0, c1, c2 = com.tolist()
+            V[b] = (v0 + (w1 * c2 - w2 * c1), v1 + (w2 * c0 - w0 * c2), v2 + (w0 * c1 - w1 * c0), w0, w1, w2)
             placed.append((b, X))
         for b, X in placed:      # only once every motion checked out
             self._data.X_static[b] = X
@@ -637,7 +644,9 @@ class Simulator:
             st.lim_lo, st.lim_hi, st.lim_tol, cmd is not None, A, ds.effort, *carr, MS, MK, V is not None,
             self._no_V if V is None else V, h, max(h, self._h_correction), self.gamma, self.threshold, self.u,
             self.static_speed, LOCK_GAIN)
-        if len(mu) and math.isnan(mu.sum()):    # a material pair missing from the table: its lookup names it
+        # a material pair missing from the table (a NaN coefficient; the others are >= 0, so the sum
+        # is NaN exactly then; a Python sum of the few floats, not a numpy reduction): its lookup names it
+        if len(mu) and math.isnan(sum(mu.tolist())):
             i = int(np.flatnonzero(np.isnan(mu))[0])
             self.world.description.materials.mu(self.table.materials[carr[0][i]], self.table.materials[carr[1][i]])
         return _Assembly(st, Rows(rows_b, jac, rhs, comp), sizes, hard_err, mu, k, int(ne), carr)
@@ -647,9 +656,10 @@ class Simulator:
         C-contiguous arrays (the kernels' layout; empty without contacts)."""
         if contacts is None:
             return self._no_contacts
-        i, f = (lambda a: np.ascontiguousarray(a, dtype=np.int64)), (lambda a: np.ascontiguousarray(a, dtype=float))
-        return (i(contacts.body_a), i(contacts.body_b), f(contacts.point), f(contacts.normal), f(contacts.tangent1),
-                f(contacts.tangent2), f(contacts.separation))
+        i, f = np.ascontiguousarray, np.ascontiguousarray    # the same arrays when already in layout
+        return (i(contacts.body_a, dtype=np.int64), i(contacts.body_b, dtype=np.int64), f(contacts.point, dtype=float),
+                f(contacts.normal, dtype=float), f(contacts.tangent1, dtype=float), f(contacts.tangent2, dtype=float),
+                f(contacts.separation, dtype=float))
 
     def _assemble_reference(self, s: SimState, mv: "_Move", cmd, V, h: float) -> "_Assembly":
         """The numpy/Python reference of :meth:`_assemble` (and its path with restitution): friction coefficients (eq. 13), external forces
@@ -724,10 +734,9 @@ class Simulator:
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
         st = asm.st
         broken, lock = s.broken.copy(), s.lock.copy()
-        if len(st.brk_rows):
-            c_imp = np.zeros(len(st.c_idx))       # impulses of the coupling rows (none for the holds)
-            c_imp[st.c_hard] = sol["hard_impulse"][asm.n_joint_rows:]
-            self._update_breakaway(st, c_imp, mv.h, mv.jq, cmd, broken, lock)
+        if st.brk_any:
+            # the hard coupling rows' impulses follow the joint rows (the holds are soft: none)
+            self._update_breakaway(st, sol["hard_impulse"][asm.n_joint_rows:], mv.h, mv.jq, cmd, broken, lock)
         self._state = SimState(s.time + mv.h, c1, q1, v_new, mv.jq, broken, lock, s.steps + 1)
         self._data.ext[:] = 0.0
         self.info = StepInfo(h=mv.h, fraction=mv.frac, contacts=mv.contacts, contact_impulse=impulses,
@@ -856,6 +865,18 @@ class Simulator:
             np.zeros(0, bool)
         # coupling rows of breakaway DOFs (the clutch test of _update_breakaway)
         S.brk_rows = np.flatnonzero(self.ds.breakaway[S.c_dof]) if len(S.c_dof) else np.zeros(0, np.int64)
+        # what _update_breakaway reads, per breakaway row: held DOFs (broken away: may re-couple) with
+        # their clutch arrays; coupled DOFs (may give way) with the row's place among the hard
+        # coupling rows (a row not held is hard: c_hard is False only for holds) and the torque
+        brk_d, brk_held = S.c_dof[S.brk_rows], S.c_lock[S.brk_rows]
+        S.brk_any = bool(len(S.brk_rows))
+        # held: (dof, proximal joint, distal joint, distal/proximal ratio, proximal and distal offsets)
+        S.brk_held = list(zip(*(a.tolist() for a in (brk_d[brk_held], *(c[brk_d[brk_held]] for c in self._clutch)))))
+        # free: (dof, proximal joint, breakaway torque (N m)) and the row's index among the hard ones
+        d_free = brk_d[~brk_held]
+        S.brk_free = list(zip(d_free.tolist(), self._clutch[0][d_free].tolist(),
+                              self.ds.breakaway_torque[d_free].astype(float).tolist()))
+        S.brk_free_hard = (np.cumsum(S.c_hard, dtype=np.int64) - 1)[S.brk_rows[~brk_held]]
         S.lim_lo, S.lim_hi = js.limits[S.limit_cand, 0], js.limits[S.limit_cand, 1]
         S.lim_tol = np.where(js.kind[S.limit_cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
         cache[key] = S
@@ -893,7 +914,7 @@ class Simulator:
         # kinematic bases were placed at t + h before the move (_kinematic_velocities), so they stand
         # still within it: zero velocity bounds their travel here (their rows of the buffer stay 0)
         vel = self._vel_buf
-        vel[self.bodies.table_index] = s.v
+        vel[self._vel_rows] = s.v
         move = lambda f: self._poses(*RK.integrate(s.c, s.q, s.v, f * h))
         return first_impact(self._collision_model(), self._poses(s.c, s.q), X1, vel, self._body_radius, h,
                             move, self._find_contacts)
@@ -1123,8 +1144,8 @@ class Simulator:
                 f"verified solution after {piv} pivots, also with contact compliance up to "
                 f"{self.contact_compliance * 1e4:.1e} and a diagonal regularisation)")
         d.cwarm = None if contacts is None or not len(contacts) else (ca, cb, cp, cflags)
-        info = {"lcp_sizes": sizes_isl[sizes_isl > 0].tolist(), "pivots": int(pivots), "hard_impulse": hard_impulse,
-                "dx": dx}
+        info = {"lcp_sizes": [m_ for m_ in sizes_isl.tolist() if m_ > 0], "pivots": int(pivots),
+                "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
 
     def _solve_islands_reference(self, labels, n_isl, Minv, a_over_M, asm: "_Assembly", contacts):
@@ -1195,20 +1216,21 @@ class Simulator:
         info = {"lcp_sizes": lcp_sizes, "pivots": pivots, "hard_impulse": hard_impulse, "dx": dx}
         return v_new, impulses, info
 
-    def _update_breakaway(self, st, coupling_impulse: np.ndarray, h, jq, cmd, broken, lock) -> None:
+    def _update_breakaway(self, st, hard_coupling_impulse: np.ndarray, h, jq, cmd, broken, lock) -> None:
         """A breakaway DOF's coupling gives way when it transmits more than the breakaway torque; it
         re-couples when the DOF is commanded open and the distal is back at its coupled angle.
-        Updates ``broken`` and ``lock`` (the new state's copies) in place."""
-        rows = st.brk_rows
-        d, held = st.c_dof[rows], st.c_lock[rows]
-        if cmd is not None and held.any():
-            dl = d[held]
-            prox, dist, rho, off0, off1 = (a[dl] for a in self._clutch)
-            back = (np.asarray(cmd.qd_ref, dtype=float)[dl] < 0) & (jq[dist] <= rho * jq[prox] + off1 - rho * off0)
-            broken[dl[back]] = False
-        gives = ~held & (np.abs(coupling_impulse[rows]) / h > self.ds.breakaway_torque[d])
-        if gives.any():
-            dg = d[gives]
-            broken[dg] = True
-            lock[dg] = jq[self._clutch[0][dg]]
-
+        ``hard_coupling_impulse``: impulses (N m s) of the hard coupling rows, in ``st.c_idx`` order.
+        Updates ``broken`` and ``lock`` (the new state's copies) in place; the index arrays are
+        ``_structure``'s (built once per broken pattern)."""
+        # a few DOFs at most: Python floats, the same IEEE operations in the same order as numpy's
+        if cmd is not None and st.brk_held:
+            qd_ref = np.asarray(cmd.qd_ref, dtype=float)
+            for d, prox, dist, rho, off0, off1 in st.brk_held:
+                if qd_ref[d] < 0 and jq[dist] <= rho * jq[prox] + off1 - rho * off0:
+                    broken[d] = False
+        if st.brk_free:    # coupled DOFs: a free coupling row is hard (see _structure)
+            imp = hard_coupling_impulse[st.brk_free_hard].tolist()
+            for (d, prox, torque), x in zip(st.brk_free, imp):
+                if abs(x) / h > torque:
+                    broken[d] = True
+                    lock[d] = jq[prox]
