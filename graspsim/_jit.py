@@ -16,10 +16,11 @@ A helper's machine code is made only inside its callers (:mod:`graspsim._link_on
 entry is LLVM bitcode for linking.  A *public* kernel called from another kernel is called there
 through its helper twin (same function, helper options, own cache entries): the caller links its
 code, and the public kernel itself is compiled in full only if Python calls it (the island solver's
-``solve_island`` and the LCP ``solve``, both called by ``solve_islands``, were compiled a second time
-for their own sake: 6 s of the first run's CPU).  A helper's cache entries carry a tag of their own, so an entry
-compiled without the wrapper is never loaded for a Python call.  Compiles report progress (:mod:`graspsim._compile`) and take their group's
-inter-process lock (:mod:`graspsim._warmup`).  ``NUMBA_DISABLE_JIT=1`` returns the plain Python
+``solve_island`` and the LCP ``solve``, both called by ``solve_islands``, were compiled a second
+time for their own sake: 6 s of the first run's CPU).  A helper's cache entries carry a tag of
+their own, so an entry compiled without the wrapper is never loaded for a Python call.  Compiles
+report progress (:mod:`graspsim._compile`) and take their group's inter-process lock
+(:mod:`graspsim._warmup`).  ``NUMBA_DISABLE_JIT=1`` returns the plain Python
 functions, as numba does.
 """
 from __future__ import annotations

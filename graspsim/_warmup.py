@@ -3,8 +3,8 @@
 numba compiles on one core.  On the first run (empty cache) the main process, at its first kernel
 compile, starts ``python -m graspsim._warmup warm simplify island hull``: a helper that compiles
 the contact-polygon reduction, the LCP / island-solver kernels and the grasp-quality hull search,
-with the argument types of the README's first job (:mod:`graspsim._kernel_manifest`), into numba's disk cache.  Meanwhile the main process
-compiles collision and constraint-row kernels; when it reaches the island solver it loads it from the
+with the argument types of the README's first job (:mod:`graspsim._kernel_manifest`), into numba's
+disk cache.  Meanwhile the main process compiles collision and constraint-row kernels; when it reaches the island solver it loads it from the
 cache instead of compiling it.  The helper ends when done, or when the main process exits.
 
 Kernels are grouped by file (``GROUPS``); a kernel calls kernels of its own group only (a test checks

@@ -656,10 +656,10 @@ class Simulator:
         C-contiguous arrays (the kernels' layout; empty without contacts)."""
         if contacts is None:
             return self._no_contacts
-        i, f = np.ascontiguousarray, np.ascontiguousarray    # the same arrays when already in layout
-        return (i(contacts.body_a, dtype=np.int64), i(contacts.body_b, dtype=np.int64), f(contacts.point, dtype=float),
-                f(contacts.normal, dtype=float), f(contacts.tangent1, dtype=float), f(contacts.tangent2, dtype=float),
-                f(contacts.separation, dtype=float))
+        c = np.ascontiguousarray    # the same arrays when already in layout
+        return (c(contacts.body_a, dtype=np.int64), c(contacts.body_b, dtype=np.int64), c(contacts.point, dtype=float),
+                c(contacts.normal, dtype=float), c(contacts.tangent1, dtype=float), c(contacts.tangent2, dtype=float),
+                c(contacts.separation, dtype=float))
 
     def _assemble_reference(self, s: SimState, mv: "_Move", cmd, V, h: float) -> "_Assembly":
         """The numpy/Python reference of :meth:`_assemble` (and its path with restitution): friction coefficients (eq. 13), external forces
@@ -734,7 +734,7 @@ class Simulator:
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
         st = asm.st
         broken, lock = s.broken.copy(), s.lock.copy()
-        if st.brk_any:
+        if st.brk_held or st.brk_free:
             # the hard coupling rows' impulses follow the joint rows (the holds are soft: none)
             self._update_breakaway(st, sol["hard_impulse"][asm.n_joint_rows:], mv.h, mv.jq, cmd, broken, lock)
         self._state = SimState(s.time + mv.h, c1, q1, v_new, mv.jq, broken, lock, s.steps + 1)
@@ -864,19 +864,18 @@ class Simulator:
         S.c_hard = ~(S.c_lock & ((LOCK_GAIN * (self.ds.kp + self.ds.kd))[S.c_dof] > 0)) if len(S.c_dof) else \
             np.zeros(0, bool)
         # coupling rows of breakaway DOFs (the clutch test of _update_breakaway)
-        S.brk_rows = np.flatnonzero(self.ds.breakaway[S.c_dof]) if len(S.c_dof) else np.zeros(0, np.int64)
+        brk_rows = np.flatnonzero(self.ds.breakaway[S.c_dof]) if len(S.c_dof) else np.zeros(0, np.int64)
         # what _update_breakaway reads, per breakaway row: held DOFs (broken away: may re-couple) with
         # their clutch arrays; coupled DOFs (may give way) with the row's place among the hard
         # coupling rows (a row not held is hard: c_hard is False only for holds) and the torque
-        brk_d, brk_held = S.c_dof[S.brk_rows], S.c_lock[S.brk_rows]
-        S.brk_any = bool(len(S.brk_rows))
+        brk_d, brk_held = S.c_dof[brk_rows], S.c_lock[brk_rows]
         # held: (dof, proximal joint, distal joint, distal/proximal ratio, proximal and distal offsets)
         S.brk_held = list(zip(*(a.tolist() for a in (brk_d[brk_held], *(c[brk_d[brk_held]] for c in self._clutch)))))
         # free: (dof, proximal joint, breakaway torque (N m)) and the row's index among the hard ones
         d_free = brk_d[~brk_held]
         S.brk_free = list(zip(d_free.tolist(), self._clutch[0][d_free].tolist(),
                               self.ds.breakaway_torque[d_free].astype(float).tolist()))
-        S.brk_free_hard = (np.cumsum(S.c_hard, dtype=np.int64) - 1)[S.brk_rows[~brk_held]]
+        S.brk_free_hard = (np.cumsum(S.c_hard, dtype=np.int64) - 1)[brk_rows[~brk_held]]
         S.lim_lo, S.lim_hi = js.limits[S.limit_cand, 0], js.limits[S.limit_cand, 1]
         S.lim_tol = np.where(js.kind[S.limit_cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
         cache[key] = S
