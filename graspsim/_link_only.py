@@ -76,6 +76,7 @@ class _NumbaDispatchers(event.Listener):
 
 
 _orig_optimize = getattr(_codegen.CPUCodeLibrary, "_optimize_final_module", None)
+_orig_optimize_functions = getattr(_codegen.CPUCodeLibrary, "_optimize_functions", None)
 _orig_finalize = getattr(_codegen.CPUCodeLibrary, "_finalize_final_module", None)
 _orig_set_env = getattr(_codegen.JITCPUCodegen, "set_env", None)
 
@@ -84,6 +85,19 @@ def _optimize_final_module(self) -> None:
     if _link_only(self):
         return          # optimised in the caller's module, with the caller's code around it
     _orig_optimize(self)
+
+
+def _optimize_functions(self, ll_module) -> None:
+    if not _link_only(self):
+        _orig_optimize_functions(self, ll_module)
+        return
+    # A helper's function passes only tidy its IR before the caller's module runs the full O3
+    # pipeline over it again (inlined or not), so O1 here loses nothing at run time: 2.3 s less
+    # compile CPU over all groups (docs/dynamics_performance.md, "First run").
+    ll_module.data_layout = self._codegen._data_layout
+    for func in ll_module.functions:
+        fpm, pb = self._codegen._function_pass_manager(opt=1)
+        fpm.run(func, pb)
 
 
 def _finalize_final_module(self) -> None:
@@ -136,9 +150,10 @@ def supported() -> bool:
     if not numba.__version__.startswith(TESTED_NUMBA):
         return False
     need = ((_codegen.CPUCodeLibrary, ("_optimize_final_module", "_finalize_final_module",
+                                       "_optimize_functions",
                                        "_finalize_dynamic_globals", "_verify_declare_only_symbols",
                                        "serialize_using_bitcode", "serialize_using_object_code")),
-            (_codegen.JITCPUCodegen, ("set_env",)))
+            (_codegen.JITCPUCodegen, ("set_env", "_function_pass_manager")))
     return all(hasattr(cls, name) for cls, names in need for name in names)
 
 
@@ -154,4 +169,5 @@ def install() -> None:
     event.register("numba:compile", _NumbaDispatchers())
     _codegen.CPUCodeLibrary._optimize_final_module = _optimize_final_module
     _codegen.CPUCodeLibrary._finalize_final_module = _finalize_final_module
+    _codegen.CPUCodeLibrary._optimize_functions = _optimize_functions
     _codegen.JITCPUCodegen.set_env = _set_env

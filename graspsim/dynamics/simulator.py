@@ -603,25 +603,30 @@ class Simulator:
     def _move(self, s: SimState, h: float) -> "_Move":
         """Steps 1-3: velocity-to-pose map, move the dynamic bodies with their current velocities
         (eq. 10-12), and cut the move at the first new contact or joint-limit crossing."""
-        st, js = self._structure(s.broken), self.js
         try:
-            c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed = RK.trial_move(
-                s.c, s.q, s.v, h, self._data.X_static, self.bodies.table_index, self.bodies.com_L, js.parent,
-                js.child, js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind, s.joint_q, st.limit_cand, st.lim_lo,
-                st.lim_hi, st.lim_tol)
+            c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed = self._trial_move(s, h)
         except ZeroDivisionError:     # a zero quaternion put into the state in place
             raise SimulationError(self._step_refusal(s, h)) from None
         F = JointFrames(o, o_c, R, R_c, ax, pp)
         frac, contacts = self._first_impact_fraction(s, c1, q1, h, X)
         if crossed:
-            frac = min(frac, self._limit_fraction(s, c1, q1, h))
+            frac = min(frac, self._limit_fraction(s, h))
         if frac < 1.0:
-            c1, q1 = RK.integrate(s.c, s.q, s.v, frac * h)
-            X = self._poses(c1, q1)
-            F, jq = self._joint_state(X, s.joint_q)
+            c1, q1, X, o, o_c, R, R_c, ax, pp, jq, _ = self._trial_move(s, frac * h)
+            F = JointFrames(o, o_c, R, R_c, ax, pp)
             contacts = False
         # a cut step advances at least H_FLOOR; a step the caller asked to be shorter, by itself
         return _Move(c1, q1, X, F, jq, frac, max(frac * h, min(h, H_FLOOR)), contacts)
+
+    def _trial_move(self, s: SimState, h: float) -> tuple:
+        """Poses, joint frames and values after moving with the current velocities for ``h`` s
+        (``_rows_kernel.trial_move``: eq. 10-12, then the joints): (c1, q1, X, o, o_c, R, R_c, ax,
+        pp, jq, crossed).  The shortened moves of the impact and limit searches use it too, so a
+        first run compiles one kernel for all of them."""
+        st, js = self._structure(s.broken), self.js
+        return RK.trial_move(s.c, s.q, s.v, h, self._data.X_static, self.bodies.table_index, self.bodies.com_L,
+                             js.parent, js.child, js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind, s.joint_q,
+                             st.limit_cand, st.lim_lo, st.lim_hi, st.lim_tol)
 
     def _assemble(self, s: SimState, mv: "_Move", cmd, V, h: float) -> "_Assembly":
         """Steps 5-8 and every constraint row in one compiled call (``_rows_kernel.assemble``):
@@ -914,7 +919,7 @@ class Simulator:
         # still within it: zero velocity bounds their travel here (their rows of the buffer stay 0)
         vel = self._vel_buf
         vel[self._vel_rows] = s.v
-        move = lambda f: self._poses(*RK.integrate(s.c, s.q, s.v, f * h))
+        move = lambda f: self._trial_move(s, f * h)[2]
         return first_impact(self._collision_model(), self._poses(s.c, s.q), X1, vel, self._body_radius, h,
                             move, self._find_contacts)
 
@@ -928,15 +933,14 @@ class Simulator:
             r = self.__dict__["_radius_cache"] = body_extents(self.table, self._collision_model().pool)
         return r
 
-    def _limit_fraction(self, s, c1, q1, h) -> float:
+    def _limit_fraction(self, s: SimState, h: float) -> float:
         js = self.js
         cand = self._structure(s.broken).limit_cand
         if not len(cand):
             return 1.0
 
         def excess(f):
-            c, q = (c1, q1) if f == 1.0 else RK.integrate(s.c, s.q, s.v, f * h)
-            jq = self._joint_state(self._poses(c, q), s.joint_q)[1][cand]
+            jq = self._trial_move(s, f * h)[9][cand]
             tol = np.where(js.kind[cand] == 0, REV_LIMIT_TOL, PRI_LIMIT_TOL)
             lo, hi = js.limits[cand, 0], js.limits[cand, 1]
             prev = s.joint_q[cand]
