@@ -612,7 +612,7 @@ def _row_const(bodies, jac, V, tab):
 def assemble(X, com_L, slot, mass, gravity, ext, v, jq, kind, parent, child, axis_J, o, o_c, R, R_c, ax, pp,
              rj, rt, rk, joint_off, coulomb, P, drive_idx, drive_w, c_idx, c_coef, c_kappa, c_dof, c_lock, c_hard,
              lock, kp_d, kd_d, visc_idx, visc, cand, lo, hi, tol, has_cmd, cmd, effort_max,
-             ca, cb, cpoint, cnormal, ct1, ct2, csep, MS, MK, has_V, V,
+             ca, cb, cpoint, cnormal, ct1, ct2, csep, MS, MK, mat, ma, mb, has_V, V,
              h, hc, gamma, threshold, u, static_speed, lock_gain):
     """Steps 5-8 and every constraint row of a step in one call (the compiled equivalent of
     ``Simulator._assemble_reference``, built from the same row kernels).
@@ -621,7 +621,9 @@ def assemble(X, com_L, slot, mass, gravity, ext, v, jq, kind, parent, child, axi
     consecutive kinds of sizes ``sizes``: hard equality (joints (eq. 7, 16), coupled DOFs), soft
     equality (PD drives, viscous joint friction (eq. 14), holds of broken-away DOFs), joint limits
     (eq. 9), contact normals (eq. 3, 19), friction directions (eq. 4); the hard rows' position
-    errors; friction coefficients per contact (eq. 13; NaN: a material pair missing); body wrenches
+    errors; friction coefficients per contact (eq. 13: ``MS``/``MK`` (M, M) static/kinetic between
+    materials, the contact's materials ``mat[ma[c]]``, ``mat[mb[c]]``: its two shapes' (or bodies');
+    NaN: a material pair missing); body wrenches
     ``k`` (nb, 6): gravity, external, control and joint-friction forces; the joint rows' count.
     ``cmd`` (6, nd) the controller's command rows (checks.CMD_FIELDS; ``has_cmd`` False: none);
     ``V`` (N, 6) kinematic bodies' velocities (``has_V`` False: none)."""
@@ -654,8 +656,9 @@ def assemble(X, com_L, slot, mass, gravity, ext, v, jq, kind, parent, child, axi
     vt = tangential_speed(sa, sb, v, com_a, com_b, cpoint, cnormal)
     mu = np.empty(nk)
     for c in range(nk):
-        mu[c] = MS[ca[c], cb[c]] if vt[c] < static_speed else MK[ca[c], cb[c]]
-        if MS[ca[c], cb[c]] != MS[ca[c], cb[c]]:
+        i, j = mat[ma[c]], mat[mb[c]]
+        mu[c] = MS[i, j] if vt[c] < static_speed else MK[i, j]
+        if MS[i, j] != MS[i, j]:
             mu[c] = np.nan
     # 6: gravity and applied wrenches (the gyroscopic term comes with the inertias)
     k = ext.copy()

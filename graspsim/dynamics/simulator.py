@@ -640,20 +640,19 @@ class Simulator:
         js, ds, F = self.js, self.ds, mv.F
         carr = self._contact_arrays(mv.contacts)
         A = command_array(cmd, ds.names) if cmd is not None else self._no_cmd
-        MS, MK = self._mu_tables()
+        MS, MK, mat, ma, mb = self._material_lookup(mv.contacts)
         rows_b, jac, rhs, comp, sizes, hard_err, mu, k, ne = RK.assemble(
             mv.X, self._com_L_all, self.bodies.slot, self.bodies.mass, self.gravity, self._data.ext, s.v, mv.jq,
             js.kind, js.parent, js.child, js.axis, F.o, F.o_c, F.R, F.R_c, F.axis, F.perp, *self._row_template,
             self._joint_offsets, js.coulomb, st.P, st.drive_idx, st.drive_w, st.c_idx, st.c_coef, st.c_kappa,
             st.c_dof, st.c_lock, st.c_hard, s.lock, ds.kp, ds.kd, self._viscous_idx, js.viscous, st.limit_cand,
-            st.lim_lo, st.lim_hi, st.lim_tol, cmd is not None, A, ds.effort, *carr, MS, MK, V is not None,
+            st.lim_lo, st.lim_hi, st.lim_tol, cmd is not None, A, ds.effort, *carr, MS, MK, mat, ma, mb, V is not None,
             self._no_V if V is None else V, h, max(h, self._h_correction), self.gamma, self.threshold, self.u,
             self.static_speed, LOCK_GAIN)
         # a material pair missing from the table (a NaN coefficient; the others are >= 0, so the sum
         # is NaN exactly then; a Python sum of the few floats, not a numpy reduction): its lookup names it
         if len(mu) and math.isnan(sum(mu.tolist())):
-            i = int(np.flatnonzero(np.isnan(mu))[0])
-            self.world.description.materials.mu(self.table.materials[carr[0][i]], self.table.materials[carr[1][i]])
+            self._missing_friction(mv.contacts, mu)
         return _Assembly(st, Rows(rows_b, jac, rhs, comp), sizes, hard_err, mu, k, int(ne), carr)
 
     def _contact_arrays(self, contacts) -> tuple:
@@ -967,37 +966,59 @@ class Simulator:
     def _friction_coefficients(self, contacts, v, com_W) -> np.ndarray:
         if contacts is None:
             return np.zeros(0)
-        MS, MK = self._mu_tables()
-        ms, mk = MS[contacts.body_a, contacts.body_b], MK[contacts.body_a, contacts.body_b]
-        if np.isnan(ms).any():    # a material pair missing from the table: its lookup names it
-            i = int(np.flatnonzero(np.isnan(ms))[0])
-            self.world.description.materials.mu(self.table.materials[contacts.body_a[i]],
-                                                self.table.materials[contacts.body_b[i]])
+        MS, MK, mat, ma, mb = self._material_lookup(contacts)
+        i, j = mat[ma], mat[mb]
+        ms, mk = MS[i, j], MK[i, j]
+        if np.isnan(ms).any():
+            self._missing_friction(contacts, ms)
         # relative speed at the contact point (eq. 13), from the velocities of the previous step
         a, b = contacts.body_a, contacts.body_b
         vt = RK.tangential_speed(self.bodies.slot[a], self.bodies.slot[b], v, com_W[a], com_W[b], contacts.point,
                                  contacts.normal)
         return np.where(vt < self.static_speed, ms, mk)
 
-    def _mu_tables(self) -> tuple[np.ndarray, np.ndarray]:
-        """(N, N) static and kinetic friction coefficients between the bodies of the table (NaN:
-        the pair's materials are missing from the world's table)."""
+    def _mu_tables(self) -> tuple:
+        """Friction between materials: ``(MS, MK, names, shape_mat, body_mat)``: (M, M) static and
+        kinetic coefficients between the M distinct material names (NaN: the pair is missing from
+        the world's table), each shape's and each body's material index into ``names``."""
         t = self.__dict__.get("_mu_cache")
         if t is None:
-            mats = self.table.materials
             table = self.world.description.materials
-            names = sorted(set(mats))
-            pair = {}
-            for x in names:
-                for y in names:
+            shape_mats, body_mats = self.table.shape_materials, self.table.materials
+            names = sorted(set(shape_mats) | set(body_mats))
+            idx = {m: i for i, m in enumerate(names)}
+            pair = np.full((len(names), len(names), 2), np.nan)
+            for i, x in enumerate(names):
+                for j, y in enumerate(names):
                     try:
-                        pair[x, y] = table.mu(x, y)
+                        pair[i, j] = table.mu(x, y)
                     except KeyError:
-                        pair[x, y] = (np.nan, np.nan)
-            t = np.array([[pair[x, y] for y in mats] for x in mats]).reshape(len(mats), len(mats), 2)
-            t = (np.ascontiguousarray(t[..., 0]), np.ascontiguousarray(t[..., 1]))
+                        pass
+            t = (np.ascontiguousarray(pair[..., 0]), np.ascontiguousarray(pair[..., 1]), tuple(names),
+                 np.array([idx[m] for m in shape_mats], np.int64), np.array([idx[m] for m in body_mats], np.int64))
             self.__dict__["_mu_cache"] = t
         return t
+
+    def _material_lookup(self, contacts) -> tuple:
+        """``(MS, MK, mat, ma, mb)``: the material of contact c's side a is ``mat[ma[c]]`` (an index
+        into :meth:`_mu_tables`' names): its shape's material, which a link or object may set per
+        shape (``shapes: [{..., material: rubber}]``); its body's where the contacts carry no shapes."""
+        MS, MK, _, shape_mat, body_mat = self._mu_tables()
+        if contacts is None:
+            return MS, MK, body_mat, self._no_contacts[0], self._no_contacts[0]
+        if contacts.shape_a is not None:
+            c = np.ascontiguousarray
+            return MS, MK, shape_mat, c(contacts.shape_a, dtype=np.int64), c(contacts.shape_b, dtype=np.int64)
+        return MS, MK, body_mat, self._contact_arrays(contacts)[0], self._contact_arrays(contacts)[1]
+
+    def _missing_friction(self, contacts, mu: np.ndarray) -> None:
+        """Raise the world's error naming the first contact's material pair missing from its
+        friction table (``mu`` NaN there)."""
+        _, _, names, _, _ = self._mu_tables()
+        _, _, mat, ma, mb = self._material_lookup(contacts)
+        c = int(np.flatnonzero(np.isnan(mu))[0])
+        self.world.description.materials.mu(names[mat[ma[c]]], names[mat[mb[c]]])
+        raise SimulationError(f"no friction between {names[mat[ma[c]]]!r} and {names[mat[mb[c]]]!r}")
 
     def _point_velocity(self, tab_idx, points, v, com_W) -> np.ndarray:
         sl = self.bodies.slot[tab_idx]
@@ -1091,8 +1112,10 @@ class Simulator:
         approach speed (w = n.v+ + b >= 0 with b = e v_n-, v_n- < 0); e from the material table."""
         vn = np.einsum("ki,ki->k", self._point_velocity(contacts.body_b, contacts.point, v, com_W) -
                        self._point_velocity(contacts.body_a, contacts.point, v, com_W), contacts.normal)
-        mats, table = self.table.materials, self.world.description.materials
-        e = np.array([table.restitution_of(mats[a], mats[b]) for a, b in zip(contacts.body_a, contacts.body_b)])
+        table = self.world.description.materials
+        _, _, names, _, _ = self._mu_tables()
+        _, _, mat, ma, mb = self._material_lookup(contacts)
+        e = np.array([table.restitution_of(names[mat[a]], names[mat[b]]) for a, b in zip(ma, mb)])
         return np.where(vn < -self.restitution_speed, e * vn, 0.0)
 
     def _matched_warm(self, contacts, cidx=None, nlim: int = 0, radius: float = MATCH_RADIUS):

@@ -57,8 +57,15 @@ def grasp_contacts(world, hand: str, obj: str, contacts=None) -> GraspContacts:
     normals = np.where(sel_b[:, None], -contacts.normal, contacts.normal)[sel]
     link_idx = np.where(sel_a, a, b)[sel]
     table = world.description.materials
-    om = t.materials[io]
-    mu = np.array([table.mu(t.materials[l], om)[0] for l in link_idx])
+    # each side's material: its shape's (a link or object may set one per shape), else its body's
+    if contacts.shape_a is not None:
+        sa, sb = np.asarray(contacts.shape_a), np.asarray(contacts.shape_b)
+        hand_m = [t.shape_materials[s] for s in np.where(sel_a, sa, sb)[sel]]
+        obj_m = [t.shape_materials[s] for s in np.where(sel_a, sb, sa)[sel]]
+    else:
+        hand_m = [t.materials[l] for l in link_idx]
+        obj_m = [t.materials[io]] * len(link_idx)
+    mu = np.array([table.mu(x, y)[0] for x, y in zip(hand_m, obj_m)])
     names = [t.names[l] for l in link_idx]
     return GraspContacts(names, contacts.point[sel], normals, mu, contacts.tangent1[sel], contacts.separation[sel])
 

@@ -56,8 +56,17 @@ class ContactView:
 def _mu(world, a: str, b: str) -> float:
     t = world.table
     try:
-        return float(world.description.materials.mu(t.materials[t.index[a]], t.materials[t.index[b]])[0])
+        return _mu_of(world.description.materials, t.materials[t.index[a]], t.materials[t.index[b]])
     except (KeyError, IndexError):
+        return 0.5
+
+
+def _mu_of(table, a: str, b: str) -> float:
+    """Static friction between materials ``a`` and ``b`` (0.5 where the table has no entry: the
+    viewer only shows it)."""
+    try:
+        return float(table.mu(a, b)[0])
+    except KeyError:
         return 0.5
 
 
@@ -104,6 +113,11 @@ def to_views(world, contacts, forces=None) -> list[ContactView]:
             f = None
         sep = getattr(contacts, "separation", None)
         mu = getattr(contacts, "mu", None)
+        sa, sb = getattr(contacts, "shape_a", None), getattr(contacts, "shape_b", None)
+        if mu is None and sa is not None and sb is not None and len(sa) == k:
+            # the touching shapes' materials (a link or object may set one per shape)
+            sm, table = world.table.shape_materials, world.description.materials
+            mu = np.array([_mu_of(table, sm[int(x)], sm[int(y)]) for x, y in zip(sa, sb)])
         for i in range(k):
             v = _view(world, contacts.body_a[i], contacts.body_b[i], pts[i], contacts.normal[i],
                       None if f is None else f[i], None if mu is None else np.broadcast_to(mu, (k,))[i],

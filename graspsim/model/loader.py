@@ -898,7 +898,8 @@ def load_world(path: str | Path, *, _data=None) -> World:
             r.error(rm.line_of("file"), f"{f}.file", f"robot file {quote(fname)} is invalid (see the errors above)")
             continue
         rname = r.string(rm, "name", f, default=robot.name)
-        material_uses.extend((f"{f}.file", rm.line_of("file"), l.material) for l in robot.links)
+        material_uses.extend((f"{f}.file", rm.line_of("file"), m) for l in robot.links
+                             for m in (l.material, *(x for x in l.shape_materials if x is not None)))
         if rname in rnames or rname in [b for b in ()]:
             r.error(rm.line_of("name") if "name" in rm else rm.line, f"{f}.name", f"duplicate robot name '{rname}'")
         X = r.pose(rm, "pose", f)
@@ -1019,7 +1020,8 @@ def load_world(path: str | Path, *, _data=None) -> World:
                 continue
             names.add(oname)
             lines[oname] = (f, om.line)
-            material_uses.append((f"{f}.material", om.line_of("material") if "material" in om else om.line, obj.material))
+            material_uses.extend((f"{f}.material", om.line_of("material") if "material" in om else om.line, m)
+                                 for m in (obj.material, *(x for x in obj.shape_materials if x is not None)))
             bodies.append(BodyInstance(oname, obj, _ro(r.pose(om, "pose", f)), dynamic))
     nbodies = len(bodies) + sum(len(ri.robot.links) for ri in robots)
     if nbodies > B.MAX_WORLD_BODIES:
@@ -1066,11 +1068,21 @@ def _check_friction_pairs(r: Reader, world: World, skip: set) -> None:
 
     t = body_table(world)
     done = set()
+    start, count = t.body_shape_start, t.body_shape_count
+
+    def mats(i):        # a body's shapes' materials (each shape may name its own)
+        return dict.fromkeys(t.shape_materials[start[i]:start[i] + count[i]] or (t.materials[i],))
+
     for i, j in t.collision_pairs:
-        a, b = t.materials[i], t.materials[j]
-        key = (min(a, b), max(a, b))
-        if key in done or a in skip or b in skip:
-            continue
+        for a in mats(i):
+            for b in mats(j):
+                _check_pair(r, world, t, i, j, a, b, done, skip)
+
+
+def _check_pair(r: Reader, world: World, t, i: int, j: int, a: str, b: str, done: set, skip: set) -> None:
+    """One material pair of bodies i and j (see :func:`_check_friction_pairs`)."""
+    key = (min(a, b), max(a, b))
+    if key not in done and a not in skip and b not in skip:
         done.add(key)
         try:
             world.materials.mu(a, b)
