@@ -6,7 +6,7 @@ captured from real steps, and check that its results are bit-for-bit those of a 
     taskset -c 0 python benchmarks/bench_island.py check /tmp/islands.pkl     # same outputs as recorded?
 
 Scenes: ``mug_hold`` (Barrett holding the mug after a dynamic auto-grasp, as in bench_dynamics.py),
-``puma_grasp`` (the Puma's Barrett closing on the handset) and ``rest:panda_hand_mug``.  Each
+``puma_grasp`` (the Puma's Barrett closing on the handset) and ``rest:panda_hand_mug``, ``rest:barrett_mug``, ``drop20_rest`` (bench_dynamics' 20 cubes at t = 1.5 s).  Each
 captured call keeps a copy of its arguments (the warm-start table too, which the call updates) and
 of its outputs, so ``time`` replays exactly the calls of the steps and ``check`` compares.
 """
@@ -78,6 +78,17 @@ def capture(out: Path) -> None:
     ctl = PDController(sim)
     sim.run(0.2, ctl)
     record("rest:panda_hand_mug", sim, ctl)
+    sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"))
+    ctl = PDController(sim)
+    sim.run(0.2, ctl)
+    record("rest:barrett_mug", sim, ctl)
+    import tempfile
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_dynamics import drop_world
+    with tempfile.TemporaryDirectory() as d:      # bench_dynamics' 20 cubes: the pile at rest
+        sim = Simulator(graspsim.load_world(drop_world(20, Path(d))))
+        sim.run(1.5)
+        record("drop20_rest", sim, None)
     out.write_bytes(pickle.dumps(scenes))
     for k, v in scenes.items():
         print(f"{k}: {len(v)} calls, LCP sizes {sorted(set(int(s) for c in v for s in c[1][9] if s))}, "

@@ -160,6 +160,10 @@ def test_security_file_errors_name_file_line_and_field(certs, tmp_path, capsys):
 
 def test_plain_tcp_address_off_this_machine_warns_once(tmp_path, capsys):
     import dask
+    # distributed's configuration must exist before dask.config.set changes one of its keys: on exit
+    # set() removes the keys that were new, and with them the whole 'distributed' tree that the
+    # import inside run_batch filled in (the next test's Security() then raised KeyError)
+    import distributed  # noqa: F401
 
     for address in ("tcp://127.0.0.1:8786", "tcp://localhost:8786", "tcp://[::1]:8786", "127.0.0.1:8786",
                     "tls://198.51.100.7:8786", "inproc://198.51.100.7/1/2"):
