@@ -33,6 +33,11 @@ from graspsim.collision import kernels as K
 from graspsim.control import PDController, dynamic_auto_grasp
 from graspsim.dynamics import Simulator
 
+#: the peers' benchmark folder: ../shared/peers next to the repository
+_DEFAULT_PEERS = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers"))
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -158,7 +163,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--pairs", action="store_true", help="time each body pair alone at the last call")
-    ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", "/work/shared/peers"))
+    ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", _DEFAULT_PEERS))
     ap.add_argument("--save", help="pickle the replayed outputs to this file")
     ap.add_argument("--check", help="compare the replayed outputs with this file (from --save)")
     a = ap.parse_args()

@@ -6,7 +6,7 @@
     taskset -c 0 python benchmarks/bench_impact.py mug        # worlds/barrett_mug.yaml at rest
 
 The peers' scenes come from ``benchmarks/peers/graspsim_grasp.py`` (needs the peers' ``scene_spec.py``
-in ``$GRASPSIM_PEERS_DIR`` or /work/shared/peers), stepped on the same time grid (an impact cut is
+in ``$GRASPSIM_PEERS_DIR`` or ../shared/peers next to the repository), stepped on the same time grid (an impact cut is
 followed by sub-steps to the grid time).  After a warm-up that loads the kernels: one untimed-stage
 run for the CPU per grid step, then one with ``profile=True`` whose stage timer reads the process CPU
 clock, summed over every sub-step (``stage_us_per_step``: µs of CPU per grid step).
@@ -22,6 +22,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+#: the peers' benchmark folder: ../shared/peers next to the repository
+_DEFAULT_PEERS = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers"))
+
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("collision", "contacts", "assembly", "solve", "integration")
@@ -50,7 +55,7 @@ def stage_cpu(sim, steps) -> dict:
 
 def peers(scene: str) -> dict:
     sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
-    sys.path.insert(0, os.environ.get("GRASPSIM_PEERS_DIR", "/work/shared/peers"))
+    sys.path.insert(0, os.environ.get("GRASPSIM_PEERS_DIR", _DEFAULT_PEERS))
     import graspsim_grasp as G
     import scene_spec
 

@@ -30,6 +30,11 @@ import tempfile
 
 import numpy as np
 
+#: the peers' benchmark folder: ../shared/peers next to the repository
+_DEFAULT_PEERS = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers"))
+
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -80,7 +85,7 @@ def main():
     ap.add_argument("--test-set", help="also write a small subset here (tests/data/...)")
     ap.add_argument("--n-test", type=int, default=10)
     ap.add_argument("--compare", help="comma-separated solvers: lemke, large, large-cold")
-    ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", "/work/shared/peers"))
+    ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", _DEFAULT_PEERS))
     a = ap.parse_args()
     sys.path.insert(0, os.path.abspath(a.peers_dir))
     sys.path.insert(0, os.path.join(HERE, "peers"))

@@ -6,7 +6,7 @@
   python benchmarks/peers/graspsim_grasp.py --scene grasp --print-yaml    # the generated models
 
 Every number comes from the peers' ``scene_spec.py`` (not part of this repository), imported from
-``--peers-dir`` (default ``$GRASPSIM_PEERS_DIR`` or ``/work/shared/peers``).  Prints one line
+``--peers-dir`` (default ``$GRASPSIM_PEERS_DIR`` or ``../shared/peers`` next to the repository).  Prints one line
 ``RESULT_JSON {...}`` with the peers' keys (``scene_spec.grasp_metrics`` / ``scene_spec.speed``)
 plus a few graspsim-only ones.  Only graspsim's public API is used: ``load_world``,
 ``Simulator`` (``step``, ``time``, ``dt``, ``info``, ``contacts``, ``contact_forces``,
@@ -36,6 +36,11 @@ import time
 
 import numpy as np
 import yaml
+
+#: the peers' benchmark folder: ../shared/peers next to the repository
+_DEFAULT_PEERS = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "peers"))
+
 
 LOADED_EPS = 1e-6     # N: a contact point "carries load" above this normal force (as the peers)
 S = None              # the peers' scene_spec module, imported in main()
@@ -285,7 +290,7 @@ def main():
                     help="torque: scene_spec.pd_forces in Python every step (the only mode)")
     ap.add_argument("--n-boxes", type=int, default=20)
     ap.add_argument("--cpu-limit", type=float, help="drop: stop after this many CPU seconds")
-    ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", "/work/shared/peers"))
+    ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", _DEFAULT_PEERS))
     ap.add_argument("--print-yaml", action="store_true", help="print the generated models and exit")
     a = ap.parse_args()
     global S
