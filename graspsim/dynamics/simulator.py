@@ -1009,7 +1009,8 @@ class Simulator:
         if contacts.shape_a is not None:
             c = np.ascontiguousarray
             return MS, MK, shape_mat, c(contacts.shape_a, dtype=np.int64), c(contacts.shape_b, dtype=np.int64)
-        return MS, MK, body_mat, self._contact_arrays(contacts)[0], self._contact_arrays(contacts)[1]
+        ca, cb = self._contact_arrays(contacts)[:2]
+        return MS, MK, body_mat, ca, cb
 
     def _missing_friction(self, contacts, mu: np.ndarray) -> None:
         """Raise the world's error naming the first contact's material pair missing from its
