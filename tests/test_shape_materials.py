@@ -106,3 +106,11 @@ def test_loader_names_a_shape_material_pair_missing_from_the_friction_table(tmp_
         _world(tmp_path, other="ice", materials=materials)
     msg = str(e.value)
     assert "'ice'" in msg and "'rubber'" in msg and "no friction entry" in msg
+
+
+def test_loader_names_an_unknown_shape_material(tmp_path):
+    with pytest.raises(ModelError) as e:
+        _world(tmp_path, other="unobtanium")
+    msg = str(e.value)
+    assert "w.yaml:17: objects[0].shapes[1].material" in msg      # the shape's own entry and line
+    assert "material 'unobtanium' has no friction entries" in msg

@@ -1020,8 +1020,12 @@ def load_world(path: str | Path, *, _data=None) -> World:
                 continue
             names.add(oname)
             lines[oname] = (f, om.line)
-            material_uses.extend((f"{f}.material", om.line_of("material") if "material" in om else om.line, m)
-                                 for m in (obj.material, *(x for x in obj.shape_materials if x is not None)))
+            material_uses.append((f"{f}.material", om.line_of("material") if "material" in om else om.line, obj.material))
+            inline = om.get("shapes") if isinstance(om.get("shapes"), YList) else None
+            for si, m in enumerate(obj.shape_materials):
+                if m is not None:        # a shape's own material: its entry, where it is in this file
+                    material_uses.append((f"{f}.shapes[{si}].material", inline.line_of(si), m) if inline is not None
+                                         else (f"{f}.file", om.line_of("file") if "file" in om else om.line, m))
             bodies.append(BodyInstance(oname, obj, _ro(r.pose(om, "pose", f)), dynamic))
     nbodies = len(bodies) + sum(len(ri.robot.links) for ri in robots)
     if nbodies > B.MAX_WORLD_BODIES:
