@@ -171,13 +171,18 @@ def run() -> None:
               if t is not threading.main_thread() and t.is_alive() and not t.daemon]
     if others:
         sys.exit(code)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):      # reader gone, or a stream closed
-        pass
+    _flush()
     atexit._run_exitfuncs()
+    _flush()                                    # what the exit handlers wrote
     os._exit(code)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError, OSError):      # reader gone, or a stream closed
+            pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -276,9 +276,11 @@ def test_command_exit_keeps_output_exit_code_and_exit_handlers(tmp_path, capsys)
     # what a normal exit does: the whole output, main()'s exit code, the atexit handlers.
     mark = tmp_path / "atexit.txt"
     p = _command(tmp_path, ["info", "worlds/barrett_mug.yaml"],
-                 f"atexit.register(lambda: open({str(mark)!r}, 'w').write('ran'))")
+                 f"atexit.register(lambda: (open({str(mark)!r}, 'w').write('ran'), print('bye')))")
     assert main(["info", "worlds/barrett_mug.yaml"]) == 0
-    assert p.returncode == 0 and p.stdout == capsys.readouterr().out and p.stdout.count("\n") > 5
+    out = capsys.readouterr().out
+    # all of main()'s output, then what the exit handler printed (flushed too)
+    assert p.returncode == 0 and p.stdout == out + "bye\n" and out.count("\n") > 5
     assert mark.read_text() == "ran"
     p = _command(tmp_path, ["validate", str(tmp_path / "missing.yaml")])
     assert p.returncode == 2 and "error:" in p.stderr and "missing.yaml" in p.stderr
