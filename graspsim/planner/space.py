@@ -95,10 +95,11 @@ def approach_frames(a: np.ndarray, roll: np.ndarray) -> np.ndarray:
 
 
 def _chain_arrays(robot) -> tuple:
-    """The joint chain as arrays for :func:`graspsim.planner._kernels.batch_fk` (cached per robot)."""
-    hit = _CHAINS.get(id(robot))
-    if hit is not None and hit[0] is robot:
-        return hit[1]
+    """The joint chain as arrays for :func:`graspsim.planner._kernels.batch_fk` (cached on the
+    robot description, which is immutable: no process-wide table keyed by ``id()``)."""
+    hit = robot.__dict__.get("_planner_chain")
+    if hit is not None:
+        return hit
     J = robot.joints
     kinds = {REVOLUTE: 1, PRISMATIC: 2}
     axes = np.array([np.asarray(j.axis, float) / max(np.linalg.norm(j.axis), 1e-300) for j in J]).reshape(-1, 3)
@@ -108,11 +109,8 @@ def _chain_arrays(robot) -> tuple:
            np.ascontiguousarray(axes), np.ascontiguousarray(np.array([j.X_PJ for j in J], float).reshape(-1, 4, 4)),
            np.ascontiguousarray(np.array([j.X_JC for j in J], float).reshape(-1, 4, 4)),
            int(robot.base_link), len(robot.links))
-    _CHAINS[id(robot)] = (robot, arr)
+    robot.__dict__["_planner_chain"] = arr
     return arr
-
-
-_CHAINS: dict = {}
 
 
 def batch_forward_kinematics(robot, dofs: np.ndarray) -> np.ndarray:
