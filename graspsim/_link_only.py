@@ -92,8 +92,8 @@ def _optimize_functions(self, ll_module) -> None:
         _orig_optimize_functions(self, ll_module)
         return
     # A helper's function passes only tidy its IR before the caller's module runs the full O3
-    # pipeline over it again (inlined or not), so O1 here loses nothing at run time: 2.3 s less
-    # compile CPU over all groups (docs/dynamics_performance.md, "First run").
+    # pipeline over it again (inlined or not), so O1 here loses nothing at run time: about 1.5 s
+    # less compile CPU over all groups (docs/dynamics_performance.md, "First run", fourth pass).
     ll_module.data_layout = self._codegen._data_layout
     for func in ll_module.functions:
         fpm, pb = self._codegen._function_pass_manager(opt=1)
