@@ -83,10 +83,11 @@ def _lu_factor(A, piv, amin=0.0):
 
 @njit(cache=True)
 def _lu_inverse(LU, piv):
-    """A^-1 from the factors of :func:`_lu_factor`, solving for all columns of
-    the identity at once (row operations on contiguous rows: vectorised)."""
+    """A^-1 from the factors of :func:`_lu_factor`: Y = L^-1 P, then U X = Y, by row operations on
+    contiguous rows (vectorised).  Y is kept in the permuted column order (column t of Y is column
+    perm[t] of A^-1), where its row i is zero beyond t = i: the forward pass skips those exact zeros,
+    a third of the work, with every computed entry's operations unchanged."""
     m = LU.shape[0]
-    X = np.zeros((m, m))
     perm = np.empty(m, np.int64)    # identity (a loop, not np.arange: less first-run compile)
     for i in range(m):
         perm[i] = i
@@ -96,27 +97,32 @@ def _lu_inverse(LU, piv):
             t = perm[k]
             perm[k] = perm[p]
             perm[p] = t
-    for i in range(m):                    # X = P I
-        X[i, perm[i]] = 1.0
-    for i in range(m):                    # L Y = P I (L unit lower)
-        Xi = X[i]
+    Y = np.zeros((m, m))
+    for i in range(m):                    # L Y = I (L unit lower; columns in perm order)
+        Yi = Y[i]
+        Yi[i] = 1.0
         for j in range(i):
             f = LU[i, j]
             if f != 0.0:
-                Xj = X[j]
-                for c in range(m):
-                    Xi[c] -= f * Xj[c]
+                Yj = Y[j]
+                for c in range(j + 1):
+                    Yi[c] -= f * Yj[c]
     for i in range(m - 1, -1, -1):        # U X = Y
-        Xi = X[i]
+        Yi = Y[i]
         for j in range(i + 1, m):
             f = LU[i, j]
             if f != 0.0:
-                Xj = X[j]
+                Yj = Y[j]
                 for c in range(m):
-                    Xi[c] -= f * Xj[c]
+                    Yi[c] -= f * Yj[c]
         inv = 1.0 / LU[i, i]
         for c in range(m):
-            Xi[c] *= inv
+            Yi[c] *= inv
+    X = np.empty((m, m))
+    for i in range(m):
+        Yi = Y[i]
+        for t in range(m):
+            X[i, perm[t]] = Yi[t]
     return X
 
 
@@ -527,7 +533,7 @@ def _basis_blocks(basis, n):
 
 
 @njit(cache=True)
-def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
+def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x, LU0, piv0, amax0):
     """Recompute the stored columns of Binv and x = Binv q' from the basis.
     False if the basis matrix is singular.
 
@@ -538,7 +544,12 @@ def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
         Binv b:  y_nonunit = C_S^-1 b_S,   y_(unit of w_v) = b_v - C_v y_nonunit,
 
     so the work is a k x k LU and an (n - k) x k x k product, not an n x n
-    LU (k is the number of basic z's, often half of n or less)."""
+    LU (k is the number of basic z's, often half of n or less).
+
+    ``LU0``, ``piv0`` (k x k; else empty): the factors of A_FF = -C_S, already computed for a
+    complementary start basis by :func:`_principal_factor` (``amax0`` = max |A_FF|).  The LU of
+    -A_FF is theirs with U negated, bit for bit (each operation of the elimination is odd in its
+    operands), so it is not computed again."""
     n = qs.shape[0]
     nu, un, S, k, ok = _basis_blocks(basis, n)
     m = n - k
@@ -555,13 +566,23 @@ def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
             for i in range(n):
                 C[i, t] = -dcov[i]
     C2 = np.empty((k, k))
-    for s_ in range(k):
-        for t in range(k):
-            C2[s_, t] = C[S[s_], t]
-    piv = np.empty(k, dtype=np.int64)
-    # singularity judged on the scale of the whole basis matrix (its unit entries included)
-    if k > 0 and not _lu_factor(C2, piv, 1.0):
-        return False
+    if k > 0 and LU0.shape[0] == k:
+        piv = piv0
+        # _lu_factor(C2, piv, 1.0)'s verdict on these factors: its pivots are |U_kk|
+        tiny = max(1.0, amax0) * 1e-14
+        for s_ in range(k):
+            if not abs(LU0[s_, s_]) > tiny:
+                return False
+            for t in range(k):
+                C2[s_, t] = LU0[s_, t] if t < s_ else -LU0[s_, t]
+    else:
+        for s_ in range(k):
+            for t in range(k):
+                C2[s_, t] = C[S[s_], t]
+        piv = np.empty(k, dtype=np.int64)
+        # singularity judged on the scale of the whole basis matrix (its unit entries included)
+        if k > 0 and not _lu_factor(C2, piv, 1.0):
+            return False
     Z = _lu_inverse(C2, piv) if k > 0 else np.empty((0, 0))   # C_S^-1
     CU = np.empty((m, k))                   # rows of C covered by the unit columns
     for u in range(m):
@@ -594,7 +615,7 @@ def _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
 
 @njit(cache=True)
 def _lemke_core(M, D, qs, dcov, max_pivots, check_every, piv_rel, piv_abs,
-                basis, loc, BT, x, a, counters, warm, start_warm):
+                basis, loc, BT, x, a, counters, warm, start_warm, LU0, piv0, amax0):
     """Complementary pivoting from the standard start (basis = all w), or,
     with `start_warm`, from the complementary basis whose basic z's are
     `warm` (Lemke on its principal pivot transform).  For the warm start the
@@ -604,9 +625,12 @@ def _lemke_core(M, D, qs, dcov, max_pivots, check_every, piv_rel, piv_abs,
     On return basis/loc/x describe the final basis and `a` holds the last
     entering column (the ray direction when the status is RAY).
     Returns (status, pivots, entering variable).  counters[0] = number of
-    refactorisations."""
+    refactorisations.  ``LU0``, ``piv0``, ``amax0``: the warm block's factors for the first
+    refactorisation (see :func:`_refactor`; empty: none)."""
     n = qs.shape[0]
     nn = 2 * n
+    no_lu = np.empty((0, 0))              # the monitor's refactorisations factorise afresh
+    no_piv = np.empty(0, np.int64)
     slot = np.empty(n, np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
     for i_ in range(n):
         slot[i_] = -1
@@ -636,7 +660,7 @@ def _lemke_core(M, D, qs, dcov, max_pivots, check_every, piv_rel, piv_abs,
                 slot[j] = nk
                 ntc[nk] = j
                 nk += 1
-        if not _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
+        if not _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x, LU0, piv0, amax0):
             return NUMERICAL, 0, nn
         den = np.empty(n)  # z0's transformed column is -e
         for i_ in range(n):
@@ -681,7 +705,7 @@ def _lemke_core(M, D, qs, dcov, max_pivots, check_every, piv_rel, piv_abs,
             since_check = 0
             if _basis_residual(AC, dcov, qs, basis, x) > 1e-11:
                 counters[0] += 1
-                if not _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x):
+                if not _refactor(AC, dcov, qs, basis, slot, ntc, nk, BT, x, no_lu, no_piv, 0.0):
                     return NUMERICAL, pivots, entering
                 xm = 0.0
                 for i in range(n):
@@ -729,43 +753,75 @@ def _lemke_core(M, D, qs, dcov, max_pivots, check_every, piv_rel, piv_abs,
 
 
 @njit(cache=True)
-def _principal_solve(M, D, qs, mask, z):
-    """z'_a = -A_aa^{-1} q'_a on the set `mask` (A = D M D), zero elsewhere,
-    with one step of iterative refinement.  False if A_aa is singular."""
-    n = qs.shape[0]
+def _principal_factor(M, D, mask):
+    """The principal block A_aa of A = D M D on the set `mask`, factorised by :func:`_lu_factor`:
+    (idx, m, LU, A_aa, piv, amax, ok) with idx[:m] the set, amax = max |A_aa| and ok False when
+    A_aa is singular."""
+    n = D.shape[0]
     idx = np.empty(n, dtype=np.int64)
     m = 0
     for i in range(n):
-        z[i] = 0.0
         if mask[i]:
             idx[m] = i
             m += 1
-    if m == 0:
-        return True
     S = np.empty((m, m))
     S0 = np.empty((m, m))
+    amax = 0.0
     for r in range(m):
         ir = idx[r]
         for c in range(m):
             ic = idx[c]
             S[r, c] = D[ir] * M[ir, ic] * D[ic]
             S0[r, c] = S[r, c]
+            amax = max(amax, abs(S[r, c]))
     piv = np.empty(m, dtype=np.int64)
-    if not _lu_factor(S, piv, 0.0):    # amin given: one compiled signature for every call
-        return False
+    ok = m == 0 or _lu_factor(S, piv, 0.0)    # amin given: one compiled signature for every call
+    return idx, m, S, S0, piv, amax, ok
+
+
+@njit(cache=True)
+def _principal_from(qs, idx, m, LU, S0, piv, z):
+    """z'_a = -A_aa^{-1} q'_a from the factors of :func:`_principal_factor`, with one step of
+    iterative refinement (z is zero off the set)."""
     sol = np.empty(m)
     for r in range(m):
         sol[r] = -qs[idx[r]]
-    _lu_solve(S, piv, sol)
+    _lu_solve(LU, piv, sol)
     res = np.empty(m)
     for r in range(m):
         acc = -qs[idx[r]]
         for c in range(m):
             acc -= S0[r, c] * sol[c]
         res[r] = acc
-    _lu_solve(S, piv, res)
+    _lu_solve(LU, piv, res)
     for r in range(m):
         z[idx[r]] = sol[r] + res[r]
+
+
+@njit(cache=True)
+def _principal_solve(M, D, qs, mask, z):
+    """z'_a = -A_aa^{-1} q'_a on the set `mask` (A = D M D), zero elsewhere,
+    with one step of iterative refinement.  False if A_aa is singular."""
+    for i in range(qs.shape[0]):
+        z[i] = 0.0
+    idx, m, LU, S0, piv, _, ok = _principal_factor(M, D, mask)
+    if m == 0:
+        return True
+    if not ok:
+        return False
+    _principal_from(qs, idx, m, LU, S0, piv, z)
+    return True
+
+
+@njit(cache=True)
+def _all_pivots_safe(LU, amax):
+    """Would :func:`_nonsingular_subset` keep the whole set whose principal block :func:`_lu_factor`
+    gave ``LU``?  Its elimination is the same (row pivoting, the same operations), so its pivot for
+    column k is U_kk: it keeps every column iff each |U_kk| > 1e-11 max(1, max |A_aa|)."""
+    tiny = 1e-11 * max(1.0, amax)
+    for k in range(LU.shape[0]):
+        if not abs(LU[k, k]) > tiny:
+            return False
     return True
 
 
@@ -1015,8 +1071,19 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
             dcov[i] = 1.0
     zs = np.zeros(n)
     res = np.inf
+    LUw = np.empty((0, 0))               # the guess's factors, for Lemke's start from it
+    pivw = np.empty(0, np.int64)
+    amaxw = 0.0
+    safe = False
     if use_warm:                          # try the guessed basis directly
-        if _principal_solve(M, D, qs, warm, zs):
+        idx, mw, LU, S0, piv, amax, fok = _principal_factor(M, D, warm)
+        if fok and mw > 0:
+            _principal_from(qs, idx, mw, LU, S0, piv, zs)
+            # the whole guess is the nonsingular subset below: Lemke starts from these factors
+            safe = _all_pivots_safe(LU, amax)
+            if safe:
+                LUw, pivw, amaxw = LU, piv, amax
+        if fok:
             for i in range(n):
                 z[i] = s * D[i] * zs[i]
             res = _verify(M, q, z, w, Dv, sv, tol)
@@ -1040,7 +1107,12 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
     nwarm = 0
     wsub = np.zeros(n, dtype=np.bool_)
     if use_warm and dvec.shape[0] != n:
-        nwarm = _nonsingular_subset(M, D, warm, wsub)
+        if safe:
+            for i in range(n):
+                wsub[i] = warm[i]
+            nwarm = LUw.shape[0]
+        else:
+            nwarm = _nonsingular_subset(M, D, warm, wsub)
     if nwarm > 0:
         # The guess did not verify as it is: run Lemke from it, or from its
         # largest safely nonsingular part (the next time step's LCP is
@@ -1059,7 +1131,7 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
                     dw[i] -= D[i] * M[i, j] * dj
         status, pivots, entering = _lemke_core(M, D, qs, dw, max_pivots, check_every,
                                                piv_rel, piv_abs, basis, loc, BT, x, a,
-                                               counters, wsub, True)
+                                               counters, wsub, True, LUw, pivw, amaxw)
         z0p = loc[2 * n]
         if status == SOLVED or _z0_negligible(x, z0p, dw, tol):
             ok, res = _recover(M, q, D, s, Dv, sv, dw, qs, x, basis, loc, zb, zs, z, w, tol)
@@ -1074,7 +1146,8 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
             return MAX_PIVOTS, warm_pivots, np.inf, False, counters[0]
     status, pivots, entering = _lemke_core(M, D, qs, dcov, max_pivots - warm_pivots,
                                            check_every, piv_rel, piv_abs, basis, loc, BT,
-                                           x, a, counters, warm, False)
+                                           x, a, counters, warm, False, np.empty((0, 0)),
+                                           np.empty(0, np.int64), 0.0)
     pivots += warm_pivots
     nref = counters[0]
     z0p = loc[2 * n]
