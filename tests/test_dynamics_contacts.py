@@ -265,24 +265,27 @@ def test_a_tiny_step_does_not_turn_error_correction_into_a_launch(tiny):
     assert abs(sim.body_pose("box")[2, 3] - (0.03 + 0.5 * THR)) < 2e-6
 
 
-def test_warm_start_from_matched_contacts_saves_pivots_not_physics():
-    """When an island's contact set changes (a stack settling: points come and go), its LCP gets a
-    warm start from last step's contacts matched by body pair and position.  Over 1 s of the
-    three-box stack this must cut Lemke's pivots (measured: about 4x) and leave the motion as it
-    was: the same final poses to 1 um (the LCPs' solutions are verified either way, and the
-    compliance makes the normal impulses unique) and the stack at rest."""
+def test_settling_stack_needs_pivots_only_while_boxes_land():
+    """A three-box stack settling for 1 s: once the boxes have landed, every step's LCP is solved
+    by its warm start alone, with or without the warm starts matched from last step's contacts
+    (measured: no pivot after step 2; the friction flags of the resting contacts are repaired
+    towards each step's small friction force, lcp._kernel._repair_cones).  Before that repair the
+    stack pivoted all along: 6,966 pivots with matched warm starts, 27,411 without.  The motion is
+    the same either way: final poses to 1 um (the LCPs' solutions are verified, and the
+    compliance makes the impulses unique), the stack at rest."""
     def run(matched):
         sim = Simulator(graspsim.load_world(MODELS / "stack.yaml"))
         if not matched:
             sim._matched_warm = lambda *a, **k: None
-        pivots = 0
+        per_step = []
         for _ in range(400):
             sim.step()
-            pivots += sim.info.pivots
-        return sim, pivots
+            per_step.append(sim.info.pivots)
+        return sim, per_step
 
     (s1, p1), (s0, p0) = run(True), run(False)
-    assert p1 < 0.5 * p0
+    for p in (p1, p0):
+        assert sum(p) < 400 and sum(p[20:]) == 0, (sum(p), sum(p[20:]))
     for n in ("b1", "b2", "b3"):
         assert np.linalg.norm(s1.body_pose(n)[:3, 3] - s0.body_pose(n)[:3, 3]) < 1e-6, n
         assert np.abs(s1.body_velocity(n)).max() < 1e-4

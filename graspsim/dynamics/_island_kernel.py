@@ -421,6 +421,10 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
         scale = 1.0
         for i in range(nh):
             scale = max(scale, abs(G[i, i]))
+        # the friction cones' layout for the repair of a warm guess (lcp._kernel._repair_cones)
+        cone = np.empty(5 if nfr else 0, np.int64)
+        if nfr:
+            cone[0], cone[1], cone[2], cone[3], cone[4] = nlim, nl, nh, nc, u
         zb = np.zeros(m, dtype=np.bool_)
         w = np.empty(m)
         cert = np.empty(m)
@@ -439,7 +443,7 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                 for i in range(m):
                     Mt[i, i] += reg
             uw = use_warm and attempt == 0 and warm.shape[0] == m
-            code, piv = _lemke(Mt, qlcp, warm if uw else zb, uw, z, w, zb, cert)
+            code, piv = _lemke(Mt, qlcp, warm if uw else zb, uw, z, w, zb, cert, cone)
             pivots += piv
             level = attempt
             if code == 0:

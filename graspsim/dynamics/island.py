@@ -92,11 +92,14 @@ def _blockmul(Minv: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 
 def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
-                 describe=lambda: "", warm_start=None, first_level: int = 0) -> IslandSolution:
+                 describe=lambda: "", warm_start=None, first_level: int = 0,
+                 friction_cones: bool = False) -> IslandSolution:
     """Solve one island; raise :class:`SimulationError` if the LCP cannot be solved.
 
     ``warm_start``: the basis (mask of basic z) of this island's previous LCP of the same size;
     Lemke first tries it directly (resting contacts keep their basis from step to step).
+    ``friction_cones``: ``lemke`` takes the cones' layout (``friction_cones=``, as
+    :func:`graspsim.lcp.lemke`) to repair the warm start's friction flags, as the compiled path does.
     """
     ne = p.Je.shape[1]
     # eliminate the equality rows (eq. 17 and the first two block rows of eq. 20)
@@ -162,7 +165,12 @@ def solve_island(p: IslandProblem, *, lemke, max_regularization_tries: int = 3,
         if reg > 0:
             Mtry[np.diag_indices(m)] += reg
         ws = warm_start if (attempt == 0 and warm_start is not None and len(warm_start) == m) else None
-        res = lemke(Mtry, qlcp, warm_start=ws) if ws is not None else lemke(Mtry, qlcp)
+        if ws is None:
+            res = lemke(Mtry, qlcp)
+        elif friction_cones and nfr:
+            res = lemke(Mtry, qlcp, warm_start=ws, friction_cones=(p.n_limits, nl, nl + nfr, nc, p.u))
+        else:
+            res = lemke(Mtry, qlcp, warm_start=ws)
         if res.status == "solved":
             break
     else:

@@ -39,6 +39,7 @@ the step then either ends finite or raises SimulationError.
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -84,6 +85,15 @@ WARM_CAPACITY = 64
 WARM_MAX_ENTRIES = 1 << 14
 #: radius (m) within which a contact takes the LCP flags of last step's contact between the same bodies
 MATCH_RADIUS = 2e-3
+
+
+def _takes_keyword(f: Callable, name: str) -> bool:
+    """Does ``f`` accept the keyword argument ``name`` (or any keyword)?"""
+    try:
+        ps = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name and p.kind != p.POSITIONAL_ONLY or p.kind == p.VAR_KEYWORD for p in ps)
 
 
 @dataclass
@@ -307,6 +317,8 @@ class Simulator:
         # None: the compiled island solver (with the project's Lemke); a callable: the reference
         # implementation of island.py with that LCP solver
         self._lemke = lemke
+        # a solver that takes the friction cones' layout repairs warm starts as the compiled path does
+        self._lemke_cones = lemke is not None and _takes_keyword(lemke, "friction_cones")
         nb = len(self.bodies)
         # the data block (see SimData): everything else the step reads that changes
         self._data = SimData(world.body_poses(), np.zeros((nb, 6)))
@@ -1213,7 +1225,8 @@ class Simulator:
             prob = IslandProblem(slots, Minv[slots], a_over_M[slots].reshape(-1), Je, allr.rhs[e_rows],
                                  allr.compliance()[e_rows], Hl, np.concatenate([lim_r.rhs, nrm_r.rhs]),
                                  len(lim_r), D, mu[cidx], self.u, self.contact_compliance)
-            sol = solve_island(prob, lemke=self._lemke, warm_start=warm, first_level=level, describe=describe)
+            sol = solve_island(prob, lemke=self._lemke, warm_start=warm, first_level=level, describe=describe,
+                               friction_cones=self._lemke_cones)
             v_out, ce, z, m, piv, lv = sol.v, sol.c_e, sol.z, sol.lcp_size, sol.pivots, getattr(sol, "level", 0)
             basis = getattr(sol, "basis", None)
             err = hard_err[rows[0]]

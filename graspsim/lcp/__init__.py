@@ -35,6 +35,7 @@ STATUSES = ("solved", "ray", "max_pivots", "numerical")
 _STATUS_NAMES = {0: "solved", 1: "ray", 2: "max_pivots", 3: "numerical"}
 _EMPTY = np.zeros(0)
 _NO_WARM = np.zeros(0, dtype=np.bool_)
+_NO_CONE = np.zeros(0, dtype=np.int64)
 
 _K = None
 
@@ -118,6 +119,22 @@ def _as_matrix(M, q):
     return M, q
 
 
+def _cone_layout(cones, n: int) -> np.ndarray:
+    """``friction_cones`` checked: (normal row, friction row, lambda row, contacts, directions), each
+    block inside the n rows."""
+    try:
+        c = [operator.index(x) for x in cones]
+    except TypeError:
+        raise ValueError(f"friction_cones must be 5 integers, got {cones!r}") from None
+    if len(c) != 5:
+        raise ValueError(f"friction_cones must be 5 integers, got {len(c)}")
+    nrm, fr, lam, nc, u = c
+    if min(c) < 0 or u < 3 or max(nrm + nc, fr + nc * u, lam + nc) > n:
+        raise ValueError(f"friction_cones {tuple(c)} (normal row, friction row, lambda row, contacts, "
+                         f"directions >= 3) do not fit {n} rows")
+    return np.array(c, dtype=np.int64)
+
+
 def _warm_mask(warm_start, n):
     if isinstance(warm_start, LCPResult):
         warm_start = warm_start.basis
@@ -139,7 +156,7 @@ def _warm_mask(warm_start, n):
 
 
 def lemke(M, q, *, max_pivots=None, warm_start=None, d=None, tol=1e-9,
-          scale=True) -> LCPResult:
+          scale=True, friction_cones=None) -> LCPResult:
     """Solve LCP(M, q) by Lemke's method.
 
     Parameters
@@ -171,6 +188,15 @@ def lemke(M, q, *, max_pivots=None, warm_start=None, d=None, tol=1e-9,
         with z but the violation does not shrink.
     scale : bool
         Symmetric power-of-two equilibration D M D (exact, class preserving).
+    friction_cones : (5,) ints, optional
+        For a contact LCP with polyhedral friction cones (Miller & Christensen
+        2003, eq. 5-6): (first normal row, first friction row, first lambda
+        row, contacts, directions per contact), friction rows contact-major,
+        direction e at the angle 2 pi e / u.  A warm start whose sticking
+        contacts' friction multipliers come out negative is repaired first
+        (their flags moved to the directions around the friction force, up to
+        three times) before Lemke starts from it; the answer is verified as
+        always.  Only used with ``warm_start``.
 
     Returns
     -------
@@ -204,6 +230,7 @@ def lemke(M, q, *, max_pivots=None, warm_start=None, d=None, tol=1e-9,
         if not np.all(np.isfinite(dvec)) or not np.all(dvec > 0):
             raise ValueError("covering vector d must be finite and strictly positive")
         dvec = np.ascontiguousarray(dvec)
+    cone = _NO_CONE if friction_cones is None else _cone_layout(friction_cones, n)
     if warm_start is None:
         wmask = _NO_WARM
         use_warm = False
@@ -233,7 +260,7 @@ def lemke(M, q, *, max_pivots=None, warm_start=None, d=None, tol=1e-9,
             break
         retried = attempt > 0
         code, piv, res, has_cert, nr = k.solve(M, q, dvec, wmask, use_warm and attempt == 0,
-                                               budget, tol, s_, robust, z, w, zb, cert)
+                                               budget, tol, s_, robust, z, w, zb, cert, cone)
         if code < 0:
             if code == k.NONFINITE:
                 raise ValueError("M and q must contain only finite numbers (found NaN or inf)")

@@ -319,7 +319,7 @@ def solve_stats(M, q, warm, use_warm, min_rows, max_iter, cold_above, z, w, zb, 
     # without a guess, block pivoting from {q_i < 0} took 4-20 factorisations and mostly ended in
     # Lemke anyway (measured on the pile's LCPs): Lemke alone
     if n < min_rows or not uw or not _all_finite(M, q):
-        code, piv = _lemke_retries(M, q, warm, use_warm, z, w, zb, cert)
+        code, piv = _lemke_retries(M, q, warm, use_warm, z, w, zb, cert, np.empty(0, np.int64))
         return code, piv, 0, True
     qmin = 0.0
     for i in range(n):
@@ -345,9 +345,9 @@ def solve_stats(M, q, warm, use_warm, min_rows, max_iter, cold_above, z, w, zb, 
     if ok:
         return 0, 0, nf, False
     cold = ninf0 > cold_above * n
-    code, piv = _lemke_retries(M, q, warm, not cold, z, w, zb, cert)
+    code, piv = _lemke_retries(M, q, warm, not cold, z, w, zb, cert, np.empty(0, np.int64))
     if code != 0 and cold:                            # the cold run failed: the warm one may not
-        code, p2 = _lemke_retries(M, q, warm, True, z, w, zb, cert)
+        code, p2 = _lemke_retries(M, q, warm, True, z, w, zb, cert, np.empty(0, np.int64))
         piv += p2
     return code, piv, nf, True
 

@@ -1006,13 +1006,73 @@ def _recover(M, q, D, s, Dv, sv, dcov, qs, x, basis, loc, zb, zs, z, w, tol):
     return False, res
 
 
+#: rounds of the friction-cone repair of a warm guess (:func:`_repair_cones`): on a resting pile's
+#: LCPs three rounds made every failing guess verify (docs/lcp.md, "Warm starts at rest")
+REPAIR_ROUNDS = 3
+
+
+@njit(cache=True)
+def _repair_cones(zs, D, guess, cone, tol):
+    """Move the friction flags of sticking contacts whose guessed friction multipliers came out
+    negative (beyond ``tol`` in the scaled variables ``zs``) to the directions around this
+    solution's friction force.  Returns True if a flag changed.
+
+    ``cone`` = (first normal row, first friction row, first lambda row, contacts, directions u):
+    the polyhedral cones of eq. (5-6) of Miller & Christensen 2003, direction e of a contact at the
+    angle 2 pi e / u from its first tangent, u rows per contact (contact-major).  A contact sticks
+    in the guess when its normal multiplier is basic and its lambda is not; its friction force is
+    then sum_e beta_e d_e.  With the contact compliance on the friction rows (the simulator's) the
+    solution spreads it over every direction within 90 degrees of it (beta_e ~ cos(angle to the
+    force)): a guess with three or more basic betas gets that pattern; without compliance a
+    vertex has the one or two directions around the force, and a guess with one or two gets
+    those.  In a pile at rest a contact's small friction force turns a little from step to step,
+    and the last step's pattern no longer fits it: a few principal solves repair the guess where
+    Lemke needed tens of pivots.  The guess is only a guess: whatever it gives is verified."""
+    nrm0, fr0, lam0, nc, u = cone[0], cone[1], cone[2], cone[3], cone[4]
+    step = 2.0 * np.pi / u
+    changed = False
+    for i in range(nc):
+        if not guess[nrm0 + i] or guess[lam0 + i]:
+            continue
+        b0 = fr0 + i * u
+        nb = 0
+        bad = False
+        fx = 0.0
+        fy = 0.0
+        for e in range(u):
+            if guess[b0 + e]:
+                nb += 1
+                if zs[b0 + e] < -tol:
+                    bad = True
+                beta = D[b0 + e] * zs[b0 + e]
+                fx += beta * math.cos(step * e)
+                fy += beta * math.sin(step * e)
+        if not bad:
+            continue
+        th = math.atan2(fy, fx)
+        if th < 0.0:
+            th += 2.0 * np.pi
+        d = int(th / step) % u
+        for e in range(u):
+            if nb >= 3:     # a compliant cone's pattern: every direction within 90 deg of the force
+                new = math.cos(step * e - th) > 1e-9
+            else:           # a vertex's: the one or two directions around it
+                new = e == d or (nb == 2 and e == (d + 1) % u)
+            if new != guess[b0 + e]:
+                guess[b0 + e] = new
+                changed = True
+    return changed
+
+
 @njit(cache=True)
 def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
-          z, w, zb, cert):
+          z, w, zb, cert, cone):
     """Full pipeline: checks, scaling, warm start, pivoting, recovery and
     verification.  Fills the output arrays z, w, zb (basic z's) and cert (ray
     certificate) and returns (status, pivots, residual, has_certificate,
-    refactorisations)."""
+    refactorisations).  ``cone`` (5 ints, else empty): the friction cones'
+    layout, for up to :data:`REPAIR_ROUNDS` repairs of the warm guess
+    (:func:`_repair_cones`) before Lemke starts from it."""
     n = q.shape[0]
     for i in range(n):
         z[i] = 0.0
@@ -1075,25 +1135,47 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
     pivw = np.empty(0, np.int64)
     amaxw = 0.0
     safe = False
+    guess = warm
+    last = warm                           # the last guess that could be factorised
     if use_warm:                          # try the guessed basis directly
-        idx, mw, LU, S0, piv, amax, fok = _principal_factor(M, D, warm)
-        if fok and mw > 0:
-            _principal_from(qs, idx, mw, LU, S0, piv, zs)
-            # the whole guess is the nonsingular subset below: Lemke starts from these factors
-            safe = _all_pivots_safe(LU, amax)
+        rounds = REPAIR_ROUNDS if cone.shape[0] == 5 else 0
+        if rounds > 0:
+            guess = warm.copy()
+            last = warm.copy()
+        for rr in range(rounds + 1):
+            idx, mw, LU, S0, piv, amax, fok = _principal_factor(M, D, guess)
+            if not fok:
+                if rr > 0:                # a repaired guess went singular: back to the last one
+                    for i in range(n):
+                        guess[i] = last[i]
+                break
+            for i in range(n):
+                zs[i] = 0.0
+            safe = False
+            if mw > 0:
+                _principal_from(qs, idx, mw, LU, S0, piv, zs)
+                # the whole guess is the nonsingular subset below: Lemke starts from these factors
+                safe = _all_pivots_safe(LU, amax)
             if safe:
                 LUw, pivw, amaxw = LU, piv, amax
-        if fok:
+            else:
+                LUw, pivw, amaxw = np.empty((0, 0)), np.empty(0, np.int64), 0.0
             for i in range(n):
                 z[i] = s * D[i] * zs[i]
             res = _verify(M, q, z, w, Dv, sv, tol)
             if res <= tol:
                 for i in range(n):
-                    zb[i] = warm[i]
+                    zb[i] = guess[i]
                 return SOLVED, 0, res, False, 0
             for i in range(n):
                 z[i] = 0.0
                 w[i] = q[i]
+            if rr == rounds:
+                break
+            for i in range(n):
+                last[i] = guess[i]
+            if not _repair_cones(zs, D, guess, cone, tol):
+                break
     basis = np.empty(n, dtype=np.int64)
     loc = np.empty(2 * n + 1, dtype=np.int64)
     BT = np.empty((n, n))
@@ -1109,10 +1191,10 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
     if use_warm and dvec.shape[0] != n:
         if safe:
             for i in range(n):
-                wsub[i] = warm[i]
+                wsub[i] = guess[i]
             nwarm = LUw.shape[0]
         else:
-            nwarm = _nonsingular_subset(M, D, warm, wsub)
+            nwarm = _nonsingular_subset(M, D, guess, wsub)
     if nwarm > 0:
         # The guess did not verify as it is: run Lemke from it, or from its
         # largest safely nonsingular part (the next time step's LCP is
@@ -1186,7 +1268,7 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
 
 
 @njit(cache=True, inline="always")
-def solve_retries(M, q, warm, use_warm, z, w, zb, cert):
+def solve_retries(M, q, warm, use_warm, z, w, zb, cert, cone):
     """:func:`solve` with the retries of :func:`graspsim.lcp.lemke`: as asked, then robust, then with
     the scaling switched; one pivot budget of max(50 n, 200).  Returns (status code, pivots).
     Inlined into its callers (the island solver, block pivoting): compiled on its own, it would
@@ -1200,7 +1282,7 @@ def solve_retries(M, q, warm, use_warm, z, w, zb, cert):
         if budget < 1:
             break
         code, piv, res, has_cert, nr = solve(M, q, np.empty(0), warm, use_warm and attempt == 0,
-                                             budget, 1e-9, attempt < 2, attempt > 0, z, w, zb, cert)
+                                             budget, 1e-9, attempt < 2, attempt > 0, z, w, zb, cert, cone)
         pivots += piv
         if code == 0 or code == 2 or (code == 1 and has_cert):
             break
