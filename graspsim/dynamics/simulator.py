@@ -85,6 +85,13 @@ WARM_CAPACITY = 64
 WARM_MAX_ENTRIES = 1 << 14
 #: radius (m) within which a contact takes the LCP flags of last step's contact between the same bodies
 MATCH_RADIUS = 2e-3
+#: stall guard: this many consecutive steps cut at an impact (or joint limit) that together advanced
+#: less than STALL_ADVANCE steps' worth of time end in a SimulationError instead of a hang.  A
+#: contact pair the impact search keeps finding anew (seen with thin-walled meshes) cut each step to
+#: 1e-4 of h or less: a 1.5 s lift would take millions of steps.  Normal impact cascades (a pile
+#: landing) cut a few steps in a row and advance most of each.
+STALL_STEPS = 200
+STALL_ADVANCE = 10.0
 
 
 def _takes_keyword(f: Callable, name: str) -> bool:
@@ -111,7 +118,8 @@ class SimData:
     basis at ``store[ta:ta + tb]``, or (``tb = -1``) the contact-compliance retry level ``ta`` that
     last worked; ``meta`` = [entries, length of ``store`` in use].  ``cwarm``: last step's contacts
     (body_a, body_b, point, LCP flags (k, u + 2)) for the warm start of an island whose contacts
-    changed (None: no contacts).
+    changed (None: no contacts).  ``cuts`` = [consecutive steps cut at an impact or joint limit,
+    the time (s) when that run of cut steps began] (the stall guard, see ``STALL_STEPS``).
     """
 
     X_static: np.ndarray
@@ -123,6 +131,7 @@ class SimData:
     store: np.ndarray = field(default_factory=lambda: np.zeros(1024, np.bool_))
     meta: np.ndarray = field(default_factory=lambda: np.zeros(2, np.int64))
     cwarm: tuple | None = None
+    cuts: list = field(default_factory=lambda: [0, 0.0])
 
     def table(self) -> tuple:
         """The warm-start table's arrays, in the kernels' argument order."""
@@ -141,7 +150,7 @@ class SimData:
     def copy(self) -> "SimData":
         """A deep copy."""
         return SimData(self.X_static.copy(), self.ext.copy(), *(a.copy() for a in self.table()),
-                       None if self.cwarm is None else tuple(a.copy() for a in self.cwarm))
+                       None if self.cwarm is None else tuple(a.copy() for a in self.cwarm), list(self.cuts))
 
 
 @dataclass
@@ -747,6 +756,7 @@ class Simulator:
         if not s.time + mv.h > s.time:
             raise SimulationError(f"a step of {mv.h:.3g} s does not advance the clock at t = {s.time!r} s "
                                   "(below its resolution); the state before the step is kept")
+        self._stall_guard(s, mv)
         # breakaway DOFs: the coupling gives way when it transmits more than the breakaway torque
         st = asm.st
         broken, lock = s.broken.copy(), s.lock.copy()
@@ -758,6 +768,28 @@ class Simulator:
         self.info = StepInfo(h=mv.h, fraction=mv.frac, contacts=mv.contacts, contact_impulse=impulses,
                              lcp_sizes=sol["lcp_sizes"], pivots=sol["pivots"], islands=sol["islands"],
                              timing=timer.result())
+
+    def _stall_guard(self, s: SimState, mv: "_Move") -> None:
+        """Count consecutive cut steps (SimData.cuts); raise SimulationError (the state before the
+        step kept) when STALL_STEPS of them advanced less than STALL_ADVANCE steps' worth."""
+        cuts = self._data.cuts
+        if mv.frac >= 1.0:
+            cuts[0] = 0
+            return
+        if cuts[0] == 0:
+            cuts[1] = s.time
+        cuts[0] += 1
+        if cuts[0] >= STALL_STEPS and s.time + mv.h - cuts[1] < STALL_ADVANCE * self.dt:
+            n, t0 = cuts[0], cuts[1]
+            cuts[0] = 0
+            c = mv.contacts
+            near = "" if c is None or c is False or not len(c) else "; contacts at the cut: " + ", ".join(
+                sorted({f"'{self.table.names[a]}'-'{self.table.names[b]}'" for a, b in
+                        zip(c.body_a.tolist(), c.body_b.tolist())})[:6])
+            raise SimulationError(
+                f"the simulation stalled at t = {s.time:.9f} s: {n} consecutive steps were cut at a new "
+                f"contact or joint limit and advanced {s.time + mv.h - t0:.3g} s in all (h = {self.dt:g} s)"
+                f"{near}; the state before the step is kept")
 
     # ------------------------------------------------------------------ input checks
     def _body_index(self, name: str) -> int:
