@@ -339,30 +339,39 @@ class CollisionModel:
             for s in self.shapes_of(int(b)):
                 f.set_pose(s, X[s])
 
-    def _sdf_shape(self, X, sa: int, sb: int):
+    def _sdf_shape(self, X, sa: int, sb: int, near: float | None = None):
         """Most negative signed distance of shape sa's tessellation vertices to shape sb.
 
-        Returns (sd, that vertex in world).
+        Returns (sd, that vertex in world).  ``near`` (m): only the vertices within ``near`` of sb's
+        bounding box (in its frame) are measured; (inf, None) when there are none.  Every vertex
+        farther out is outside sb by more than ``near``, so a negative minimum (a depth) is the
+        same; the signed distance to a mesh costs a pass over all its triangles per vertex.
         """
         V = self.table.shape_list[sa].vertices
         R, t = X[sb][:3, :3], X[sb][:3, 3]
         Xa = X[sa]
         pts_w = V @ Xa[:3, :3].T + Xa[:3, 3]
-        pts = np.ascontiguousarray((pts_w - t) @ R)
-        sd = K.sdf_points(self._P, sb, pts)
+        pts = (pts_w - t) @ R
+        if near is not None:
+            lo, hi = self.pool.lo[sb] - near, self.pool.hi[sb] + near
+            keep = np.flatnonzero(((pts >= lo) & (pts <= hi)).all(axis=1))
+            if not len(keep):
+                return math.inf, None
+            pts, pts_w = pts[keep], pts_w[keep]
+        sd = K.sdf_points(self._P, sb, np.ascontiguousarray(pts))
         m = int(np.argmin(sd))
         return float(sd[m]), pts_w[m]
 
-    def _sdf_min(self, X, i: int, j: int):
+    def _sdf_min(self, X, i: int, j: int, near: float | None = None):
         """Most negative signed distance of body i's shapes' tessellation vertices to any of body j's
-        shapes: (sd, that vertex in world, the same vertex)."""
+        shapes: (sd, that vertex in world, the same vertex); ``near`` as in :meth:`_sdf_shape`."""
         if self._one_to_one:
-            sd, q = self._sdf_shape(X, i, j)
+            sd, q = self._sdf_shape(X, i, j, near)
             return sd, q, q
         best, p = math.inf, None
         for sa in self.shapes_of(i):
             for sb in self.shapes_of(j):
-                sd, q = self._sdf_shape(X, sa, sb)
+                sd, q = self._sdf_shape(X, sa, sb, near)
                 if sd < best:
                     best, p = sd, q
         return best, p, p
@@ -485,7 +494,9 @@ class CollisionModel:
         """Depth (m, >= 0) of the deepest tessellation vertex of either body inside the other
         (of any of one's shapes inside any of the other's)."""
         X = self.shape_poses(poses)
-        return max(0.0, -self._sdf_min(X, i, j)[0], -self._sdf_min(X, j, i)[0])
+        # a depth is a negative distance: the vertices near the other body's box are enough
+        near = self.threshold
+        return max(0.0, -self._sdf_min(X, i, j, near)[0], -self._sdf_min(X, j, i, near)[0])
 
     def interpenetrations(self, poses: np.ndarray, pairs=None) -> list:
         """[(i, j, depth m)] for every pair that interpenetrates (see :meth:`penetrating`)."""
