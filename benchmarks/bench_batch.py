@@ -4,6 +4,7 @@ Command (from the repository root):
 
     python benchmarks/bench_batch.py                    # static serial, 1 and 2 workers, 3 dynamic
     python benchmarks/bench_batch.py --sphere 24 --dynamic 0    # quick
+    python benchmarks/bench_batch.py --sphere 0 --skip-workers --dynamic 5 --dynamic-sphere 24   # dynamic
 
 Uses examples/batch_barrett_mug.yaml with ``--sphere`` directions (x 4 rolls x 3 stand-offs x 2
 preshapes), in temporary databases.  Reports, for each run:
@@ -68,6 +69,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sphere", type=int, default=48, help="sphere directions (before the 'within' filter)")
     ap.add_argument("--dynamic", type=int, default=3, help="dynamic candidates to time (0: skip)")
+    ap.add_argument("--dynamic-sphere", type=int, default=0,
+                    help="also time dynamic candidates from this many sphere directions within 60 deg of "
+                         "straight down, rolls 0 and 90 (24: 14 candidates; 0: skip)")
     ap.add_argument("--skip-workers", action="store_true", help="only the serial static run")
     a = ap.parse_args()
     print(f"graspsim batch benchmark; {os.cpu_count()} cores; load average at start "
@@ -105,6 +109,21 @@ def main() -> None:
             held = sum(1 for r in read_results(d / "dyn.sqlite", columns=["held"]) if r["held"])
             print(f"dynamic (auto-grasp + lift), serial: {n} candidates, {held} held; {60 * n / wall:.1f} per minute "
                   f"wall, {60 * n / cpu:.1f} per CPU-minute ({cpu / n:.2f} s CPU each)")
+        if a.dynamic_sphere > 0:
+            # a wider set: a trial's cost depends on its trajectory (a grasp that settles late, an
+            # impact search cutting steps), which any change of the step's numbers can move
+            dyn = load_config(EXAMPLE, overrides={
+                "candidates": {"directions": {"sphere": a.dynamic_sphere, "within": {"axis": [0, 0, -1], "angle": 60}},
+                               "rolls": [0, 90], "standoffs": [140], "preshapes": [{"spread": 0}]},
+                "evaluation": {"mode": "dynamic"}})
+            res, rows, cpu, pc = _run(dyn, d / "dyn_sphere.sqlite")
+            n = res.evaluated
+            st = Counter(r["status"] for r in rows)
+            t = sorted(r["t_cpu"] for r in rows)
+            held = sum(1 for r in read_results(d / "dyn_sphere.sqlite", columns=["held"]) if r["held"])
+            print(f"dynamic, directions within 60 deg of straight down (sphere {a.dynamic_sphere}, rolls 0/90): "
+                  f"{n} candidates ({dict(st)}), {held} held; {60 * n / cpu:.1f} per CPU-minute; CPU per trial "
+                  f"median {t[len(t) // 2]:.2f} s, max {t[-1]:.2f} s")
 
 
 if __name__ == "__main__":
