@@ -1,7 +1,7 @@
 """The stall guard: a step cut at an impact advances only a fraction of h, and a contact pair the
 impact search keeps finding anew can cut every step to 1e-4 of h or less (measured on a batch
 candidate of the Barrett lifting the mug, a fingertip against the palm: a 1.5 s lift would have
-taken millions of steps; with the guard it ended as an error row after 4 s of CPU).  STALL_STEPS
+taken millions of steps; with the guard it ends as an error row after 1.1 s of CPU).  STALL_STEPS
 consecutive cut steps that together advance less than STALL_ADVANCE steps' worth end in a
 SimulationError naming the time and the contacts; the state before that step is kept.
 
