@@ -1131,23 +1131,18 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
             dcov[i] = 1.0
     zs = np.zeros(n)
     res = np.inf
-    LUw = np.empty((0, 0))               # the guess's factors, for Lemke's start from it
-    pivw = np.empty(0, np.int64)
-    amaxw = 0.0
+    no_lu = np.empty((0, 0))
+    no_piv = np.empty(0, np.int64)
+    LUw, pivw, amaxw = no_lu, no_piv, 0.0  # the guess's factors, for Lemke's start from it
     safe = False
-    guess = warm
+    guess = warm                          # (copied before a repair changes it: the caller's stays)
     last = warm                           # the last guess that could be factorised
     if use_warm:                          # try the guessed basis directly
         rounds = REPAIR_ROUNDS if cone.shape[0] == 5 else 0
-        if rounds > 0:
-            guess = warm.copy()
-            last = warm.copy()
         for rr in range(rounds + 1):
             idx, mw, LU, S0, piv, amax, fok = _principal_factor(M, D, guess)
             if not fok:
-                if rr > 0:                # a repaired guess went singular: back to the last one
-                    for i in range(n):
-                        guess[i] = last[i]
+                guess = last              # a repaired guess went singular: back to the last one
                 break
             for i in range(n):
                 zs[i] = 0.0
@@ -1159,7 +1154,7 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
             if safe:
                 LUw, pivw, amaxw = LU, piv, amax
             else:
-                LUw, pivw, amaxw = np.empty((0, 0)), np.empty(0, np.int64), 0.0
+                LUw, pivw, amaxw = no_lu, no_piv, 0.0
             for i in range(n):
                 z[i] = s * D[i] * zs[i]
             res = _verify(M, q, z, w, Dv, sv, tol)
@@ -1172,8 +1167,8 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
                 w[i] = q[i]
             if rr == rounds:
                 break
-            for i in range(n):
-                last[i] = guess[i]
+            last = guess
+            guess = guess.copy()
             if not _repair_cones(zs, D, guess, cone, tol):
                 break
     basis = np.empty(n, dtype=np.int64)
@@ -1228,8 +1223,7 @@ def solve(M, q, dvec, warm, use_warm, max_pivots, tol, do_scale, robust,
             return MAX_PIVOTS, warm_pivots, np.inf, False, counters[0]
     status, pivots, entering = _lemke_core(M, D, qs, dcov, max_pivots - warm_pivots,
                                            check_every, piv_rel, piv_abs, basis, loc, BT,
-                                           x, a, counters, warm, False, np.empty((0, 0)),
-                                           np.empty(0, np.int64), 0.0)
+                                           x, a, counters, warm, False, no_lu, no_piv, 0.0)
     pivots += warm_pivots
     nref = counters[0]
     z0p = loc[2 * n]
