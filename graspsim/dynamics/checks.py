@@ -11,7 +11,6 @@ simulator refuses bad input before anything changes.  Bounds (SI units):
 """
 from __future__ import annotations
 
-import copy
 import math
 from typing import TYPE_CHECKING
 
@@ -240,10 +239,7 @@ def checked_data(sim: Simulator, data) -> "SimData":
     if cw is not None and not (isinstance(cw, tuple) and len(cw) == 4 and all(isinstance(a, np.ndarray) for a in cw)
                                and len({len(a) for a in cw}) == 1):
         raise bad("cwarm must be None or four arrays of one length (body_a, body_b, point, flags)")
-    if not hasattr(data, "cuts"):              # a data block saved before the stall guard
-        data = copy.copy(data)
-        data.cuts = [0, 0.0]
-    cuts = data.cuts
+    cuts = getattr(data, "cuts", None)
     if not (isinstance(cuts, list) and len(cuts) == 2 and isinstance(cuts[0], int) and cuts[0] >= 0
             and isinstance(cuts[1], float) and math.isfinite(cuts[1])):
         raise bad("cuts must be [consecutive cut steps (int >= 0), their start time (finite s)]")
