@@ -6,7 +6,9 @@ breakdown for three scenes, plus how the LCP size and assembly cost grow with bo
 
 Scenes:
   rest        every shipped world (worlds/*.yaml) with nothing moving: the robots holding their DOFs
-              (PDController), objects resting where the world puts them (after 0.2 s of settling)
+              (PDController), objects resting where the world puts them: ``rest:<world>`` after 0.5 s
+              (asleep by then: graspsim.dynamics.sleep), ``rest-awake:<world>`` with Simulator(sleep=False)
+              after 0.2 s of settling (every step computed: the cost of the step itself)
   mug_hold    Barrett hand (fixed palm) holding the mug after a dynamic auto-grasp, table present
   puma_grasp  Barrett on the Puma during the dynamic auto-grasp of the handset
   drop20      20 cubes (6 cm, 0.2 kg) dropped on a table (poses as in the peers' drop scene)
@@ -43,8 +45,9 @@ def measure(sim, ctl, n: int) -> dict:
     sim.profile = True
     acc = dict.fromkeys(STAGES, 0.0)
     sizes, per_step = [], []
+    asleep = 0
     for _ in range(n):
-        sim.step(ctl)
+        asleep += bool(getattr(sim.step(ctl), "asleep", False))
         for k in STAGES:
             acc[k] += sim.info.timing.get(k, 0.0) / n
         per_step.append(sum(sim.info.timing.values()))
@@ -55,7 +58,7 @@ def measure(sim, ctl, n: int) -> dict:
     return {"wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3, "rtf_cpu": sim.dt / cpu,
             "median_ms": float(np.median(per_step)) * 1e3,
             "stages_ms": {k: v * 1e3 for k, v in acc.items()},
-            "lcp_size": float(np.median(sizes)) if sizes else 0.0,
+            "lcp_size": float(np.median(sizes)) if sizes else 0.0, "asleep": asleep / n,
             "contacts": 0 if sim.contacts is None else len(sim.contacts)}
 
 
@@ -110,10 +113,11 @@ def main() -> None:
     rows = []
     if "rest" in scenes:        # every shipped world, nothing moving
         for path in sorted((ROOT / "worlds").glob("*.yaml")):
-            sim = Simulator(graspsim.load_world(path))
-            ctl = PDController(sim)
-            sim.run(0.2, ctl)
-            rows.append((f"rest:{path.stem}", measure(sim, ctl, n)))
+            for sleep in (True, False):
+                sim = Simulator(graspsim.load_world(path), sleep=sleep)
+                ctl = PDController(sim)
+                sim.run(0.5 if sleep else 0.2, ctl)
+                rows.append((f"rest{'' if sleep else '-awake'}:{path.stem}", measure(sim, ctl, n)))
     if "mug_hold" in scenes:
         w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
         r = dynamic_auto_grasp(w, "barrett", timeout=2.0)
@@ -141,10 +145,12 @@ def main() -> None:
                 ctl = PDController(sim)
                 sim.run(0.2, ctl)
                 rows.append((f"chain{k}", measure(sim, ctl, max(50, n // 4))))
-    print(f"{'scene':27s} {'wall ms':>8s} {'cpu ms':>8s} {'RTF(cpu)':>9s} {'med ms':>7s} {'contacts':>8s} {'LCP n':>6s}  "
+    print(f"{'scene':33s} {'wall ms':>8s} {'cpu ms':>8s} {'RTF(cpu)':>9s} {'med ms':>7s} {'contacts':>8s} {'LCP n':>6s} "
+          f"{'asleep':>6s}  "
           + "  ".join(f"{s:>11s}" for s in STAGES))
     for name, m in rows:
-        print(f"{name:27s} {m['wall_ms']:8.3f} {m['cpu_ms']:8.3f} {m['rtf_cpu']:9.2f} {m['median_ms']:7.3f} {m['contacts']:8d} {m['lcp_size']:6.0f}  "
+        print(f"{name:33s} {m['wall_ms']:8.3f} {m['cpu_ms']:8.3f} {m['rtf_cpu']:9.2f} {m['median_ms']:7.3f} {m['contacts']:8d} "
+              f"{m['lcp_size']:6.0f} {m['asleep']:6.0%}  "
               + "  ".join(f"{m['stages_ms'][s]:11.3f}" for s in STAGES))
 
 

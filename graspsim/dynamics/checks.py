@@ -243,7 +243,47 @@ def checked_data(sim: Simulator, data) -> "SimData":
     if not (isinstance(cuts, list) and len(cuts) == 2 and isinstance(cuts[0], int) and cuts[0] >= 0
             and isinstance(cuts[1], float) and math.isfinite(cuts[1])):
         raise bad("cuts must be [consecutive cut steps (int >= 0), their start time (finite s)]")
+    _check_sleep(sim, data, bad)
     out = data.copy()
     out.X_static = np.array(X, dtype=float, order="C")
     out.ext = np.array(ext, dtype=float, order="C")
     return out
+
+
+def _check_sleep(sim: Simulator, data, bad) -> None:
+    """The data block's sleep fields (SimData ``rest`` and ``asleep``): ValueError via ``bad``."""
+    from .sleep import Asleep
+
+    nb, nj, nd = len(sim.bodies), len(sim.js), len(sim.ds)
+
+    def array(a, shape, dtype=np.float64) -> bool:
+        return (isinstance(a, np.ndarray) and a.dtype == dtype and a.shape == shape
+                and (dtype != np.float64 or bool(np.isfinite(a).all())))
+
+    def impulses(a) -> bool:
+        return isinstance(a, np.ndarray) and a.ndim == 2 and array(a, (len(a), 3))
+
+    rest = getattr(data, "rest", None)
+    if not (isinstance(rest, list) and len(rest) == 3 and isinstance(rest[0], float) and math.isfinite(rest[0])
+            and rest[0] >= 0 and (rest[1] is None or array(rest[1], (6, nd)))
+            and (rest[2] is None or impulses(rest[2]))):
+        raise bad(f"rest must be [seconds at rest (finite float >= 0), the last command ((6, {nd}) finite "
+                  f"floats) or None, the last contact impulses ((k, 3) finite floats) or None]")
+    a = getattr(data, "asleep", None)
+    if a is None:
+        return
+    if not isinstance(a, Asleep):
+        raise bad(f"asleep must be None or a graspsim.dynamics.sleep.Asleep, got {type(a).__name__}")
+    shapes = {"c": (nb, 3), "q": (nb, 4), "joint_q": (nj,), "lock": (nd,)}
+    for name, shape in shapes.items():
+        if not array(getattr(a, name), shape):
+            raise bad(f"asleep.{name} must be {shape} finite floats")
+    if not array(a.broken, (nd,), np.bool_):
+        raise bad(f"asleep.broken must be ({nd},) bools")
+    if not (a.command is None or array(a.command, (6, nd))):
+        raise bad(f"asleep.command must be None or (6, {nd}) finite floats")
+    k = 0 if a.contacts is None else len(a.contacts)
+    if not (impulses(a.impulse) and len(a.impulse) == k):
+        raise bad(f"asleep.impulse must be ({k}, 3) finite floats (one row per contact)")
+    if not (isinstance(a.key, tuple) and isinstance(a.h, float) and a.h > 0):
+        raise bad("asleep.key must be a tuple and asleep.h a step length (s) > 0")

@@ -60,6 +60,7 @@ from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
 from .joints import JointFrames, build_joint_sets, joint_frames, joint_values, row_template
 from .rows import Rows, cross
+from .sleep import SLEEP_AFTER, SLEEP_SPEED, Asleep, resting, speed_scale, steady, unchanged
 from .stages import StageTimer
 
 REV_LIMIT_TOL = np.radians(0.1)   # joint-limit search tolerance, revolute (rad)
@@ -94,6 +95,10 @@ STALL_STEPS = 200
 STALL_ADVANCE = 10.0
 
 
+#: step(): the controller's command is not asked for yet
+_LATER = object()
+
+
 def _takes_keyword(f: Callable, name: str) -> bool:
     """Does ``f`` accept the keyword argument ``name`` (or any keyword)?"""
     try:
@@ -120,6 +125,9 @@ class SimData:
     (body_a, body_b, point, LCP flags (k, u + 2)) for the warm start of an island whose contacts
     changed (None: no contacts).  ``cuts`` = [consecutive steps cut at an impact or joint limit,
     the time (s) when that run of cut steps began] (the stall guard, see ``STALL_STEPS``).
+    Sleep (:mod:`graspsim.dynamics.sleep`): ``rest`` = [seconds every body has rested, the last
+    step's command array (or None), its contact impulses (or None)]; ``asleep``: an
+    :class:`~graspsim.dynamics.sleep.Asleep` while the world sleeps, else None.
     """
 
     X_static: np.ndarray
@@ -132,6 +140,8 @@ class SimData:
     meta: np.ndarray = field(default_factory=lambda: np.zeros(2, np.int64))
     cwarm: tuple | None = None
     cuts: list = field(default_factory=lambda: [0, 0.0])
+    rest: list = field(default_factory=lambda: [0.0, None, None])
+    asleep: Asleep | None = None
 
     def table(self) -> tuple:
         """The warm-start table's arrays, in the kernels' argument order."""
@@ -150,7 +160,8 @@ class SimData:
     def copy(self) -> "SimData":
         """A deep copy."""
         return SimData(self.X_static.copy(), self.ext.copy(), *(a.copy() for a in self.table()),
-                       None if self.cwarm is None else tuple(a.copy() for a in self.cwarm), list(self.cuts))
+                       None if self.cwarm is None else tuple(a.copy() for a in self.cwarm), list(self.cuts),
+                       [x if x is None or isinstance(x, float) else x.copy() for x in self.rest], self.asleep)
 
 
 @dataclass
@@ -189,6 +200,7 @@ class StepInfo:
     pivots: int = 0
     islands: int = 0
     timing: dict = field(default_factory=dict)
+    asleep: bool = False     # the world sleeps after this step (graspsim.dynamics.sleep)
 
 
 @dataclass
@@ -233,6 +245,7 @@ class _Assembly:
     k: np.ndarray
     n_joint_rows: int
     carr: tuple            # the contacts as C-contiguous arrays (see Simulator._contact_arrays)
+    command: np.ndarray | None = None   # the controller's command array (6, nd) (None: no controller)
 
 
 class Simulator:
@@ -259,7 +272,8 @@ class Simulator:
                  collisions: bool = True, lemke: Callable | None = None, profile: bool = False,
                  project_joints: bool = True, contact_compliance: float = 1e-6, max_region_points: int = 8,
                  restitution: bool = False, restitution_speed: float = 0.1,
-                 warm_start_entries: int = WARM_MAX_ENTRIES):
+                 warm_start_entries: int = WARM_MAX_ENTRIES, sleep: bool = True,
+                 sleep_speed: float = SLEEP_SPEED, sleep_after: float = SLEEP_AFTER):
         if not isinstance(world, World):
             raise ValueError(f"Simulator needs a graspsim World (graspsim.load_world), got {type(world).__name__}")
         self.world = world
@@ -306,6 +320,11 @@ class Simulator:
         self.warm_start_entries = int(wse)
         self.restitution = bool(restitution)
         self.restitution_speed = number("restitution_speed", restitution_speed, 0.0, np.inf)
+        if not isinstance(sleep, (bool, np.bool_)):
+            raise ValueError(f"sleep must be True or False, got {sleep!r}")
+        self.sleep = bool(sleep)
+        self.sleep_speed = number("sleep_speed", sleep_speed, 0.0, np.inf, open_low=True)
+        self.sleep_after = number("sleep_after", sleep_after, 0.0, np.inf)
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
         # per DOF: proximal and distal joint, distal/proximal ratio, their offsets (the clutch test)
@@ -331,6 +350,7 @@ class Simulator:
         nb = len(self.bodies)
         # the data block (see SimData): everything else the step reads that changes
         self._data = SimData(world.body_poses(), np.zeros((nb, 6)))
+        self._speed_scale = speed_scale(nb)
         self._com_L_all = self.table.com
         self._vel_buf = np.zeros((len(self.table), 6))    # step 3's body velocities (N, 6), reused
         # the dynamic bodies' rows of that buffer: a slice when they are consecutive in the table
@@ -435,6 +455,8 @@ class Simulator:
         st = checked_state(self, state)
         if state.data is not None:
             self._data = checked_data(self, state.data)
+            if self._data.ext.any():    # a pending push wakes the world (as apply_external_force)
+                self.wake()
         self._state = st
 
     def poses(self) -> np.ndarray:
@@ -524,6 +546,7 @@ class Simulator:
         com = X[:3, :3] @ self.table.com[i] + X[:3, 3]
         self._data.ext[s, :3] += f
         self._data.ext[s, 3:] += cross(p - com, f)
+        self.wake()     # the push is felt in the next step (and restarts the rest count)
 
     def sync_world(self) -> None:
         """Write the simulated state back into the world (DOF values and object poses)."""
@@ -599,20 +622,84 @@ class Simulator:
         timer = StageTimer(self.profile)
         s, h = self.state, self.dt
         self._check_steppable(s, h)
+        cmd = _LATER
+        if self._data.asleep is not None:                    # a sleeping world: does anything wake it?
+            cmd = controller.command(self) if controller is not None else None
+            if self._stays_asleep(s, cmd):
+                return self._sleeping_step(s, h, timer)
         V = self._kinematic_velocities(s.time + h)          # prescribed base motion, at t + h
         mv = self._move(s, h)                                # 1-3: move; first contact / limit instant
         timer.mark("collision")
         if mv.contacts is False:                             # 4: all contacts (unless 3 found them)
             mv.contacts = self._find_contacts(mv.X)
         timer.mark("contacts")
-        cmd = controller.command(self) if controller is not None else None   # 7: the controller's command
+        if cmd is _LATER:                                    # 7: the controller's command
+            cmd = controller.command(self) if controller is not None else None
         asm = self._assemble(s, mv, cmd, V, h)               # 5-8 and every constraint row
         timer.mark("assembly")
         v_new, c1, q1, impulses, sol = self._solve(s, mv, asm)   # 9-10: islands, LCPs, post-stabilisation
         timer.mark("solve")
         self._commit(s, mv, asm, cmd, v_new, c1, q1, impulses, sol, timer)
+        if self.sleep:
+            self._rest(s, mv, asm, V is not None)
         timer.mark("integration")
         return self.info
+
+    @property
+    def asleep(self) -> bool:
+        """Is the world asleep (:mod:`graspsim.dynamics.sleep`: at rest, its steps only advance the clock)?"""
+        return self._data.asleep is not None
+
+    def wake(self) -> None:
+        """Wake a sleeping world (the next step is computed in full) and restart its rest count."""
+        self._data.asleep = None
+        self._data.rest[0] = 0.0
+
+    def _sleep_key(self) -> tuple:
+        """The parameters a sleeping world must keep to stay asleep (dt, gravity, ...)."""
+        return (self.dt, *self.gravity.tolist(), self.gamma, self.threshold, self.static_speed, self.u,
+                self.contact_compliance, self.max_region_points, self.project_joints, self.restitution,
+                self.restitution_speed, self._collisions_on, self.sleep, self.sleep_speed)
+
+    def _stays_asleep(self, s: SimState, cmd) -> bool:
+        """Does the step still read what it read when the world fell asleep?  Else wake it."""
+        A = command_array(cmd, self.ds.names) if cmd is not None else None
+        if not self._kinematic and unchanged(self._data.asleep, s, A, self._sleep_key()):
+            return True
+        self.wake()
+        return False
+
+    def _sleeping_step(self, s: SimState, h: float, timer: StageTimer) -> StepInfo:
+        """A step of a sleeping world: the clock advances, the bodies stay, the last contacts and
+        their impulses are reported again."""
+        a = self._data.asleep
+        self._state = SimState(s.time + h, s.c.copy(), s.q.copy(), s.v.copy(), s.joint_q.copy(), s.broken.copy(),
+                               s.lock.copy(), s.steps + 1)
+        timer.mark("integration")
+        self.info = StepInfo(h=h, contacts=a.contacts, contact_impulse=a.impulse.copy(), timing=timer.result(),
+                             asleep=True)
+        return self.info
+
+    def _rest(self, s: SimState, mv: "_Move", asm: "_Assembly", driven: bool) -> None:
+        """After a computed step: count how long every body has rested (uncut steps, no base motion, the
+        same command and breakaway flags, steady contact impulses; an external wrench restarts the
+        count, see apply_external_force); after
+        ``sleep_after`` s the world falls asleep with its velocities set to zero."""
+        rest, new, imp = self._data.rest, self._state, self.info.contact_impulse
+        if imp is None:
+            imp = np.zeros((0, 3))
+        ok = (mv.frac >= 1.0 and not driven and resting(new.v, self._speed_scale, self.sleep_speed)
+              and steady(asm.command, rest[1], imp, rest[2])
+              and np.array_equal(new.broken, s.broken) and np.array_equal(new.lock, s.lock))
+        rest[0] = rest[0] + mv.h if ok else 0.0
+        rest[1], rest[2] = asm.command, imp
+        if ok and rest[0] >= self.sleep_after:
+            new.v[:] = 0.0
+            A = asm.command
+            self._data.asleep = Asleep(new.c.copy(), new.q.copy(), new.joint_q.copy(), new.broken.copy(),
+                                       new.lock.copy(), None if A is None else A.copy(), self._sleep_key(),
+                                       self.info.contacts, imp.copy(), mv.h)
+            self.info.asleep = True
 
     def _check_steppable(self, s: SimState, h: float) -> None:
         """The state's arrays can be changed in place: a NaN must not reach the collision search (it
@@ -660,7 +747,8 @@ class Simulator:
         st = self._structure(s.broken)
         js, ds, F = self.js, self.ds, mv.F
         carr = self._contact_arrays(mv.contacts)
-        A = command_array(cmd, ds.names) if cmd is not None else self._no_cmd
+        Acmd = command_array(cmd, ds.names) if cmd is not None else None
+        A = self._no_cmd if Acmd is None else Acmd
         MS, MK, mat, ma, mb = self._material_lookup(mv.contacts)
         rows_b, jac, rhs, comp, sizes, hard_err, mu, k, ne = RK.assemble(
             mv.X, self._com_L_all, self.bodies.slot, self.bodies.mass, self.gravity, self._data.ext, s.v, mv.jq,
@@ -674,7 +762,7 @@ class Simulator:
         # is NaN exactly then; a Python sum of the few floats, not a numpy reduction): its lookup names it
         if len(mu) and math.isnan(sum(mu.tolist())):
             self._missing_friction(mv.contacts, mu)
-        return _Assembly(st, Rows(rows_b, jac, rhs, comp), sizes, hard_err, mu, k, int(ne), carr)
+        return _Assembly(st, Rows(rows_b, jac, rhs, comp), sizes, hard_err, mu, k, int(ne), carr, Acmd)
 
     def _contact_arrays(self, contacts) -> tuple:
         """(body_a, body_b, point, normal, tangent1, tangent2, separation) of the contacts as
@@ -728,7 +816,7 @@ class Simulator:
         kinds = ((eq, coup), (drive_rows, damp_rows, hold), (limits,), (normals,), (frictions,))
         sizes = np.array([sum(len(b.rhs) for b in grp) for grp in kinds], np.int64)
         return _Assembly(st, Rows.concat([b for grp in kinds for b in grp]), sizes, hard_err, mu, k, len(eq),
-                         self._contact_arrays(contacts))
+                         self._contact_arrays(contacts), None if cmd is None else command_array(cmd, self.ds.names))
 
     def _solve(self, s: SimState, mv: "_Move", asm: "_Assembly"):
         """Steps 9-10: islands; per island the free step (eq. 15), the equality system (eq. 17) or

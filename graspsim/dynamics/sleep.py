@@ -1,0 +1,109 @@
+"""Resting-world deactivation ("sleep"): a world at rest to rounding skips its steps.
+
+A world left alone converges to a resting state in which the step maps the state onto itself up to
+rounding: in the shipped worlds, 0.4 s after the start, every body's speed is 1e-15 to 1e-14 m/s and
+its position changes by less than 1e-19 m per step (the pile of the peers' drop, whose boxes keep
+creeping at 3e-6 m/s, is not such a state).  Computing such a step again and again (collision, rows,
+the LCP's verification) changes nothing a researcher can measure, so the simulator stops computing
+it: when, for ``sleep_after`` seconds of uncut steps, every dynamic body's com moved slower than
+``sleep_speed`` and it turned slower than ``sleep_speed / ANGULAR_LENGTH``, with the same controller
+command, no external wrench, no kinematic base motion, the same contacts (their impulses steady to
+``IMPULSE_RTOL``) and no breakaway DOF changing, the world falls asleep: the velocities are set to
+zero and the following steps only advance the clock, reporting the last contacts and their impulses.
+
+The world wakes (and that step is computed in full) as soon as anything the step reads differs from
+what it was when the world fell asleep: a state changed in place or restored, a new controller
+command, an external wrench, a base motion, gravity or the step length.  The defaults (1e-8 m/s over
+0.05 s) only let a world sleep that is at rest to a few parts in 1e8 of the thresholds at which any
+quantity could be seen to move; ``Simulator(sleep=False)`` computes every step.  Bullet and DART
+deactivate resting bodies the same way, with thresholds of mm/s; GraspIt does not.
+
+What the step keeps about it lives in the data block (:class:`~graspsim.dynamics.simulator.SimData`
+``rest`` and ``asleep``), so ``save_state``/``restore_state`` replay sleeping and waking bit for bit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: default ``Simulator(sleep_speed=...)`` (m/s): the com speed below which a body counts as resting
+SLEEP_SPEED = 1e-8
+#: default ``Simulator(sleep_after=...)`` (s): how long every body must rest before the world sleeps
+SLEEP_AFTER = 0.05
+#: (m) a body's angular speed times this length is compared with ``sleep_speed``: the speed of a
+#: point 10 cm from its com
+ANGULAR_LENGTH = 0.1
+#: contact impulses count as steady when no component changed by more than this fraction of the
+#: largest one (plus 1e-15 N s) since the previous step
+IMPULSE_RTOL = 1e-6
+ROOT3 = float(np.sqrt(3.0))
+
+
+@dataclass(frozen=True)
+class Asleep:
+    """What a sleeping world was when it fell asleep (arrays are private copies, never changed):
+    the bodies' coms ``c`` (nb, 3) m and orientations ``q`` (nb, 4), joint values ``joint_q``,
+    breakaway flags ``broken`` and held values ``lock``, the controller command ``command`` ((6, nd),
+    rows as :data:`~graspsim.dynamics.checks.CMD_FIELDS`; None without a controller), the
+    simulator's parameters ``key`` (``Simulator._sleep_key``: dt, gravity, ...), and the last step's
+    ``contacts`` (a ContactSet or None) with their impulses ``impulse`` (k, 3) N s on body_b, W,
+    over a step of ``h`` s."""
+
+    c: np.ndarray
+    q: np.ndarray
+    joint_q: np.ndarray
+    broken: np.ndarray
+    lock: np.ndarray
+    command: np.ndarray | None
+    key: tuple
+    contacts: object
+    impulse: np.ndarray
+    h: float
+
+
+def speed_scale(nb: int) -> np.ndarray:
+    """(nb, 6) weights that turn |[v; w]| per component into the speeds compared with
+    ``sleep_speed``: sqrt(3) bounds a vector's norm by its largest component."""
+    w = np.empty((nb, 6))
+    w[:, :3] = ROOT3
+    w[:, 3:] = ROOT3 * ANGULAR_LENGTH
+    return w
+
+
+def resting(v: np.ndarray, scale: np.ndarray, speed: float) -> bool:
+    """Is every body of velocities ``v`` (nb, 6) slower than ``speed`` (m/s; see :func:`speed_scale`)?"""
+    if not len(v):
+        return True
+    # the largest component decides alone unless it is an angular one whose scaled speed might pass
+    m = ROOT3 * float(np.abs(v).max())
+    if m < speed or m * ANGULAR_LENGTH >= speed:
+        return m < speed
+    return float((np.abs(v) * scale).max()) < speed
+
+
+def steady(command, previous_command, impulse: np.ndarray, previous_impulse) -> bool:
+    """The same command as the previous step (both None or equal arrays) and contact impulses that
+    changed by at most IMPULSE_RTOL of the largest since the previous step (same contact count)."""
+    if (command is None) != (previous_command is None):
+        return False
+    if command is not None and not np.array_equal(command, previous_command):
+        return False
+    if previous_impulse is None or impulse.shape != previous_impulse.shape:
+        return False
+    if not impulse.size:
+        return True
+    big = float(np.abs(impulse).max())
+    return float(np.abs(impulse - previous_impulse).max()) <= IMPULSE_RTOL * big + 1e-15
+
+
+def unchanged(a: Asleep, state, command, key: tuple) -> bool:
+    """Does the step still read what it read when the world fell asleep: the state (bodies at rest
+    where they were, the same joint values and breakaway flags), the command and the parameters?"""
+    if key != a.key or (command is None) != (a.command is None):
+        return False
+    if command is not None and not np.array_equal(command, a.command):
+        return False
+    return (not state.v.any() and np.array_equal(state.c, a.c) and np.array_equal(state.q, a.q)
+            and np.array_equal(state.joint_q, a.joint_q) and np.array_equal(state.broken, a.broken)
+            and np.array_equal(state.lock, a.lock))
