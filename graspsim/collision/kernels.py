@@ -1297,13 +1297,73 @@ def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol
 # signed distance of points to a whole shape (interpenetration depth, containment guard)
 
 @njit(cache=True)
+def _box_d2(lo, hi, r, x):
+    """Squared distance (m^2) of point x from the box lo[r], hi[r] (0 inside)."""
+    s = 0.0
+    for j in range(3):
+        if x[j] < lo[r, j]:
+            s += (lo[r, j] - x[j]) ** 2
+        elif x[j] > hi[r, j]:
+            s += (x[j] - hi[r, j]) ** 2
+    return s
+
+
+@njit(cache=True)
+def _signed_mesh(x, P, ib, cd2):
+    """:func:`_signed_poly` over all of shape ib's triangles, the same answer (among equally near
+    triangles the lowest index, as its pass in index order keeps), without measuring every
+    triangle: the cluster nearest by its bounds gives a first nearest distance, then only clusters
+    and triangles whose bounds are not farther are measured (the bounds contain their triangles, so
+    a farther one holds no nearer point; 1e-12 of slack for the rounding of the measured distances).
+    ``cd2``: scratch of at least the shape's cluster count."""
+    TBLO = P[P_TBLO]
+    TBHI = P[P_TBHI]
+    CLT = P[P_CLT]
+    CLS = P[P_CLS]
+    c0 = P[P_COFF][ib]
+    c1 = c0 + P[P_CCNT][ib]
+    t_end = P[P_TOFF][ib] + P[P_TCNT][ib]
+    best = 1e300
+    by = x
+    bf = 0
+    bt = -1
+    seed = -1
+    for c in range(c0, c1):
+        cd2[c - c0] = _box_d2(P[P_CLLO], P[P_CLHI], c, x)
+        if seed < 0 or cd2[c - c0] < cd2[seed - c0]:
+            seed = c
+    for rnd in range(2):
+        for c in range(c0, c1):
+            if (rnd == 0) != (c == seed) or cd2[c - c0] > best * (1.0 + 1e-12) + 1e-300:
+                continue
+            end = CLS[c + 1] if c + 1 < c1 else t_end
+            for j in range(CLS[c], end):
+                t = CLT[j]
+                if _box_d2(TBLO, TBHI, t, x) > best * (1.0 + 1e-12) + 1e-300:
+                    continue
+                a, b, cc, n = _tri(P, t)
+                y, f = closest_pt_tri(x, a, b, cc)
+                d2 = dist2(x, y)
+                if d2 < best or (d2 == best and t < bt):
+                    best = d2
+                    by = y
+                    bf = f
+                    bt = t
+    if bt < 0:
+        return 1e300, by
+    pn = _feature_pn(P, bt, bf)
+    d = math.sqrt(best)
+    return (d if dot(sub(x, by), pn) >= 0.0 else -d), by
+
+
+@njit(cache=True)
 def sdf_points(P, ib, pts):
     """Signed distances (m, < 0 inside) of points given in body ib's shape frame to its shape."""
     k = P[P_KIND][ib]
     r = P[P_RAD][ib]
     h = P[P_HALF][ib]
     out = np.empty(pts.shape[0])
-    allt = np.arange(P[P_TOFF][ib], P[P_TOFF][ib] + P[P_TCNT][ib])
+    cd2 = np.empty(P[P_CCNT][ib])
     for i in range(pts.shape[0]):
         x = v3(pts[i])
         if k == SPHERE:
@@ -1324,6 +1384,6 @@ def sdf_points(P, ib, pts):
             _, sd, _ = cylinder_closest(x, r, h[2])
             out[i] = sd
         else:
-            sd, _ = _signed_poly(x, P, allt)
+            sd, _ = _signed_mesh(x, P, ib, cd2)
             out[i] = sd
     return out
