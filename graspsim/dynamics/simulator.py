@@ -20,6 +20,8 @@ Model and data: the description's arrays are built once; everything the step rea
 is the state (:class:`SimState`) and the data block (:class:`SimData`: warm starts, compliance
 levels, kinematic base poses, pending wrenches), both saved by ``save_state`` so a restored state
 replays bit for bit.  ``rollout`` runs many steps with a compiled PD / trajectory controller.
+A world at rest to rounding sleeps (:mod:`graspsim.dynamics.sleep`): its steps only advance the
+clock until anything the step reads changes.
 
 Differences from the paper's implementation, on purpose: PD drives and viscous joint friction are
 applied implicitly (compliant constraint rows) so stiff gains are stable; coupled DOFs are
@@ -259,6 +261,9 @@ class Simulator:
     the world's), ``contact_compliance`` (>= 0), ``max_region_points`` (0: no limit, else >= 3),
     ``restitution_speed`` (m/s, >= 0), ``warm_start_entries`` (>= 0; the most islands whose last LCP
     basis is kept for a warm start: beyond it the table starts afresh, as a cold start would),
+    ``sleep`` (True: a world at rest to rounding skips its steps until something wakes it, see
+    :mod:`graspsim.dynamics.sleep`), ``sleep_speed`` (m/s, > 0; 1e-8) and ``sleep_after`` (s, >= 0;
+    0.05) its thresholds,
     ``lemke``: None (default) solves each island with the compiled
     solver and the project's Lemke; an LCP solver ``lemke(M, q, warm_start=None) -> LCPResult`` runs
     the reference implementation of :mod:`graspsim.dynamics.island` with it instead (slower; for
