@@ -274,6 +274,17 @@ def _tri(P, tr):
 
 
 @njit(cache=True)
+def _signed_nearest(P, x, d2, y, f, tr):
+    """(signed distance, nearest point y) of point x whose nearest point y (squared distance d2) is
+    on feature f of triangle tr (-1: none, then 1e300): the sign from the feature's pseudo-normal."""
+    if tr < 0:
+        return 1e300, y
+    pn = _feature_pn(P, tr, f)
+    d = math.sqrt(d2)
+    return (d if dot(sub(x, y), pn) >= 0.0 else -d), y
+
+
+@njit(cache=True)
 def _signed_poly(x, P, tris):
     """Signed distance of point x to the polyhedron over triangles ``tris`` (sign: pseudo-normals).
 
@@ -292,11 +303,7 @@ def _signed_poly(x, P, tris):
             by = y
             bf = f
             bt = t
-    if bt < 0:
-        return 1e300, by
-    pn = _feature_pn(P, bt, bf)
-    d = math.sqrt(best)
-    return (d if dot(sub(x, by), pn) >= 0.0 else -d), by
+    return _signed_nearest(P, x, best, by, bf, bt)
 
 
 @njit(cache=True)
@@ -1349,11 +1356,7 @@ def _signed_mesh(x, P, ib, cd2):
                     by = y
                     bf = f
                     bt = t
-    if bt < 0:
-        return 1e300, by
-    pn = _feature_pn(P, bt, bf)
-    d = math.sqrt(best)
-    return (d if dot(sub(x, by), pn) >= 0.0 else -d), by
+    return _signed_nearest(P, x, best, by, bf, bt)
 
 
 @njit(cache=True)
