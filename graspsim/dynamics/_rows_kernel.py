@@ -557,10 +557,18 @@ def limit_rows(cand, lo, hi, tol, jq, rbodies, rjac, gain):
 
 @njit(cache=True)
 def finish(c, q, dx, v_new):
-    """The end of step 10: :func:`displace` by the post-stabilisation ``dx``, and whether the new
-    coms, orientations and velocities ``v_new`` are finite.  Returns (c1, q1, finite)."""
+    """The end of step 10: :func:`displace` by the post-stabilisation ``dx``, whether the new
+    coms, orientations and velocities ``v_new`` are finite, and the largest component of the new
+    linear and of the angular velocities (the sleep test's speeds).  Returns (c1, q1, finite,
+    largest |v| component (m/s), largest |w| component (rad/s))."""
     c1, q1 = displace(c, q, dx)
-    return c1, q1, all_finite(v_new, c1, q1)
+    lin = 0.0
+    ang = 0.0
+    for b in range(v_new.shape[0]):
+        for j in range(3):
+            lin = max(lin, abs(v_new[b, j]))
+            ang = max(ang, abs(v_new[b, 3 + j]))
+    return c1, q1, all_finite(v_new, c1, q1), lin, ang
 
 
 @njit(cache=True)

@@ -62,7 +62,7 @@ from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
 from .joints import JointFrames, build_joint_sets, joint_frames, joint_values, row_template
 from .rows import Rows, cross
-from .sleep import SLEEP_AFTER, SLEEP_SPEED, Asleep, resting, speed_scale, steady, unchanged
+from .sleep import SLEEP_AFTER, SLEEP_SPEED, Asleep, resting, steady, unchanged
 from .stages import StageTimer
 
 REV_LIMIT_TOL = np.radians(0.1)   # joint-limit search tolerance, revolute (rad)
@@ -355,7 +355,6 @@ class Simulator:
         nb = len(self.bodies)
         # the data block (see SimData): everything else the step reads that changes
         self._data = SimData(world.body_poses(), np.zeros((nb, 6)))
-        self._speed_scale = speed_scale(nb)
         self._com_L_all = self.table.com
         self._vel_buf = np.zeros((len(self.table), 6))    # step 3's body velocities (N, 6), reused
         # the dynamic bodies' rows of that buffer: a slice when they are consecutive in the table
@@ -646,7 +645,7 @@ class Simulator:
         timer.mark("solve")
         self._commit(s, mv, asm, cmd, v_new, c1, q1, impulses, sol, timer)
         if self.sleep:
-            self._rest(s, mv, asm, V is not None)
+            self._rest(s, mv, asm, sol, V is not None)
         timer.mark("integration")
         return self.info
 
@@ -685,7 +684,7 @@ class Simulator:
                              asleep=True)
         return self.info
 
-    def _rest(self, s: SimState, mv: "_Move", asm: "_Assembly", driven: bool) -> None:
+    def _rest(self, s: SimState, mv: "_Move", asm: "_Assembly", sol: dict, driven: bool) -> None:
         """After a computed step: count how long every body has rested (uncut steps, no base motion, the
         same command and breakaway flags, steady contact impulses; an external wrench restarts the
         count, see apply_external_force); after
@@ -693,7 +692,7 @@ class Simulator:
         rest, new, imp = self._data.rest, self._state, self.info.contact_impulse
         if imp is None:
             imp = np.zeros((0, 3))
-        ok = (mv.frac >= 1.0 and not driven and resting(new.v, self._speed_scale, self.sleep_speed)
+        ok = (mv.frac >= 1.0 and not driven and resting(sol["lin"], sol["ang"], self.sleep_speed)
               and steady(asm.command, rest[1], imp, rest[2])
               and np.array_equal(new.broken, s.broken) and np.array_equal(new.lock, s.lock))
         rest[0] = rest[0] + mv.h if ok else 0.0
@@ -835,7 +834,7 @@ class Simulator:
                 self._data.clear_table()        # warm starts are only guesses: memory stays bounded
             # post-stabilisation of the joints: project the new positions back onto the constraints
             # (jq is finite: it comes from finite poses unwrapped against the checked joint_q)
-            c1, q1, finite = RK.finish(mv.c1, mv.q1, sol.pop("dx"), v_new)
+            c1, q1, finite, sol["lin"], sol["ang"] = RK.finish(mv.c1, mv.q1, sol.pop("dx"), v_new)
         except ZeroDivisionError:
             finite = False
         if not finite:

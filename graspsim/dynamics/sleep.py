@@ -62,24 +62,11 @@ class Asleep:
     h: float
 
 
-def speed_scale(nb: int) -> np.ndarray:
-    """(nb, 6) weights that turn |[v; w]| per component into the speeds compared with
-    ``sleep_speed``: sqrt(3) bounds a vector's norm by its largest component."""
-    w = np.empty((nb, 6))
-    w[:, :3] = ROOT3
-    w[:, 3:] = ROOT3 * ANGULAR_LENGTH
-    return w
-
-
-def resting(v: np.ndarray, scale: np.ndarray, speed: float) -> bool:
-    """Is every body of velocities ``v`` (nb, 6) slower than ``speed`` (m/s; see :func:`speed_scale`)?"""
-    if not len(v):
-        return True
-    # the largest component decides alone unless it is an angular one whose scaled speed might pass
-    m = ROOT3 * float(np.abs(v).max())
-    if m < speed or m * ANGULAR_LENGTH >= speed:
-        return m < speed
-    return float((np.abs(v) * scale).max()) < speed
+def resting(lin: float, ang: float, speed: float) -> bool:
+    """Is every body slower than ``speed`` (m/s), given the largest component of the linear
+    velocities ``lin`` (m/s) and of the angular ones ``ang`` (rad/s)?  sqrt(3) bounds a vector's
+    norm by its largest component; an angular speed counts at ANGULAR_LENGTH from the com."""
+    return ROOT3 * max(lin, ANGULAR_LENGTH * ang) < speed
 
 
 def steady(command, previous_command, impulse: np.ndarray, previous_impulse) -> bool:
