@@ -392,6 +392,7 @@ class TimedSim:
     def __init__(self, dt: float, cost: float):
         self.time, self.dt, self.cost, self.steps = 0.0, dt, cost, 0
         self.contacts, self.forces = [], []
+        self.asleep = False          # a world that keeps moving (graspsim.dynamics.sleep)
 
     def step(self, controller=None):
         t_end = time.perf_counter() + self.cost
@@ -472,3 +473,18 @@ def test_pull_spring_and_push_probe_forces():
     n = len(ss.sim.forces)
     ss._apply_interaction()
     assert len(ss.sim.forces) == n
+
+
+def test_status_says_when_the_world_sleeps_and_the_box_stays_put():
+    """A world at rest falls asleep (graspsim.dynamics.sleep) and the status line says so; the box
+    has not moved (to 1e-9 m) from where the awake steps left it, and a push wakes it."""
+    ss = Session(world("parallel_jaw_box"))
+    for _ in range(200):                    # 0.5 s: asleep after about 0.2 s
+        assert ss.step_once()
+    assert "dynamics paused (asleep: at rest)" in ss.status_lines()[0]
+    p = ss.sim.body_pose("box")[:3, 3].copy()
+    for _ in range(40):
+        ss.step_once()
+    assert np.abs(ss.sim.body_pose("box")[:3, 3] - p).max() < 1e-9
+    ss.sim.apply_external_force("box", p, [0.0, 0.0, 1.0])
+    assert "asleep" not in ss.status_lines()[0]

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["ContactView", "find_contacts", "analyze", "make_simulator", "sim_time",
-           "sim_step", "sim_sync", "sim_poses", "sim_contacts", "sim_body_velocity", "to_views",
+           "sim_step", "sim_asleep", "sim_sync", "sim_poses", "sim_contacts", "sim_body_velocity", "to_views",
            "apply_external_force", "auto_grasp", "dynamic_auto_grasp", "drive_controller",
            "dynamic_open_hand", "world_copy", "plan_grasps", "apply_grasp"]
 
@@ -163,6 +163,11 @@ def drive_controller(sim):
     from graspsim.control import PDController
 
     return PDController(sim)
+
+
+def sim_asleep(sim) -> bool:
+    """Is the simulated world asleep (at rest: its steps only advance the clock)?"""
+    return bool(sim.asleep)
 
 
 def sim_time(sim) -> float:

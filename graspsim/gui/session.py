@@ -1072,6 +1072,8 @@ class Session:
         """The status overlay's lines."""
         q = self.quality
         dyn = "running" if self.running else ("paused" if self.sim is not None else "off")
+        if self.sim is not None and actions.sim_asleep(self.sim):
+            dyn += " (asleep: at rest)"
         l1 = f"t = {self.sim_time:.3f} s   RTF {self.rtf:.2f}   dynamics {dyn}"
         if fps is not None:
             l1 += f"   {fps:.0f} frames/s"
