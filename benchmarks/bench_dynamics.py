@@ -12,6 +12,9 @@ Scenes:
   mug_hold    Barrett hand (fixed palm) holding the mug after a dynamic auto-grasp, table present
   puma_grasp  Barrett on the Puma during the dynamic auto-grasp of the handset
   drop20      20 cubes (6 cm, 0.2 kg) dropped on a table (poses as in the peers' drop scene)
+  clutterN    the Barrett spreading its fingers in the air above the mug, N cubes resting around it
+              (``clutterN``: resting objects asleep on their own, graspsim.dynamics.sleep;
+              ``clutterN-awake``: Simulator(sleep=False))
   chainN      an N-link chain whose last link touches a block at two points (LCP size vs bodies)
 """
 from __future__ import annotations
@@ -80,6 +83,21 @@ def drop_world(n: int, folder: Path) -> Path:
     return p
 
 
+def clutter_world(n: int, folder: Path) -> Path:
+    """The Barrett 25 cm above the mug on the table, n cubes resting on a 25 cm circle around it."""
+    lines = [f"world: clutter{n}", "units: {length: m, angle: deg}", "robots:",
+             f"  - {{name: barrett, file: {ROOT}/robots/barrett.yaml, pose: {{xyz: [0, 0, 0.25], rpy: [180, 0, 0]}}}}",
+             "objects:", f"  - {{name: mug, file: {ROOT}/objects/mug.yaml, pose: {{xyz: [0, 0, 0]}}}}"]
+    for k in range(n):
+        a = 2 * np.pi * k / n
+        lines.append(f"  - {{name: cube{k}, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [{0.25 * np.cos(a):.4f}, "
+                     f"{0.25 * np.sin(a):.4f}, 0.03005], rpy: [0, 0, {np.degrees(a):.3f}]}}}}")
+    lines += ["obstacles:", f"  - {{name: table, file: {ROOT}/objects/table.yaml}}"]
+    p = folder / f"clutter{n}.yaml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
 def chain_world(n: int, folder: Path) -> Path:
     """A horizontal chain of n links (each 5 cm) on a fixed base, held straight by PD drives; its tip
     rests on a block (the contact region of the tip's underside: a few points, whatever n)."""
@@ -105,8 +123,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--scenes", default="rest,mug_hold,puma_grasp,drop20,chain",
-                    help="comma-separated subset of rest, mug_hold, puma_grasp, drop20, chain")
+    ap.add_argument("--scenes", default="rest,mug_hold,puma_grasp,drop20,chain,clutter",
+                    help="comma-separated subset of rest, mug_hold, puma_grasp, drop20, chain, clutter")
     a = ap.parse_args()
     scenes = set(a.scenes.split(","))
     n = 100 if a.quick else a.steps
@@ -139,6 +157,14 @@ def main() -> None:
             sim = Simulator(graspsim.load_world(drop_world(20, d)))
             sim.run(0.3)
             rows.append(("drop20", measure(sim, None, max(50, n // 4))))
+        if "clutter" in scenes:
+            for k in (0, 8):
+                for sleep in (True, False):
+                    sim = Simulator(graspsim.load_world(clutter_world(k, d)), sleep=sleep)
+                    ctl = PDController(sim)
+                    ctl.move_to("barrett", [0.5, 0.3, 0.3, 0.3], duration=30.0)   # moves, touching nothing
+                    sim.run(0.3, ctl)
+                    rows.append((f"clutter{k}{'' if sleep else '-awake'}", measure(sim, ctl, n)))
         if "chain" in scenes:
             for k in (5, 10, 20):
                 sim = Simulator(graspsim.load_world(chain_world(k, d)))

@@ -73,8 +73,8 @@ def test_only_motion_slower_than_the_sleep_speed_is_stopped(factor, sleeps):
     assert sim.asleep == sleeps
     moved = sim.state.c[0, 0] - x0
     if sleeps:
-        # it moved for sleep_after s (plus the step that put it to sleep), then stopped
-        assert moved == pytest.approx(v * (sim.sleep_after + sim.dt), rel=1e-6)
+        # it moved for sleep_after s (the object falls asleep on its own), then stopped
+        assert moved == pytest.approx(v * sim.sleep_after, rel=1e-6)
     else:
         assert moved == pytest.approx(v * sim.time, rel=1e-6)
 
@@ -221,3 +221,102 @@ def test_bad_sleep_fields_of_a_data_block_are_refused():
         sim.restore_state(bad)
     sim.restore_state(good)              # the refused ones left it as it was; the good one sleeps on
     assert sim.asleep and not sim.step().lcp_sizes
+
+
+# -- objects that sleep while the hand moves ---------------------------------------------------------
+
+def _clutter(tmp_path, z_hand=0.25, cubes=2):
+    """The Barrett above the mug, with ``cubes`` 6 cm cubes resting on the table 25 cm away."""
+    lines = ["world: clutter", "units: {length: m, angle: deg}", "robots:",
+             f"  - {{name: barrett, file: {ROOT}/robots/barrett.yaml, pose: {{xyz: [0, 0, {z_hand}], rpy: [180, 0, 0]}}}}",
+             "objects:", f"  - {{name: mug, file: {ROOT}/objects/mug.yaml, pose: {{xyz: [0, 0, 0]}}}}"]
+    for k in range(cubes):
+        a = 2 * np.pi * k / cubes
+        lines.append(f"  - {{name: cube{k}, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [{0.25 * np.cos(a):.4f}, "
+                     f"{0.25 * np.sin(a):.4f}, 0.03005]}}}}")
+    lines += ["obstacles:", f"  - {{name: table, file: {ROOT}/objects/table.yaml}}"]
+    p = tmp_path / f"clutter_{z_hand}_{cubes}.yaml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _spreading(path, sleep):
+    sim = Simulator(graspsim.load_world(path), sleep=sleep)
+    ctl = PDController(sim)
+    ctl.move_to("barrett", [0.5, 0.3, 0.3, 0.3], duration=2.0)     # in the air, touching nothing
+    return sim, ctl
+
+
+def test_resting_objects_sleep_while_the_hand_moves_and_change_nothing_else(tmp_path):
+    path = _clutter(tmp_path)
+    sim, ctl = _spreading(path, True)
+    awake, ctl_a = _spreading(path, False)
+    m_objects = graspsim.load_world(path).bodies["mug"].mass + 2 * M_CUBE
+    for _ in range(240):                     # 0.6 s
+        sim.step(ctl)
+        awake.step(ctl_a)
+    assert set(sim.sleeping_bodies) == {"mug", "cube0", "cube1"} and not sim.asleep
+    # the hand's island is solved as without the sleeping ones: the same motion to rounding
+    assert np.abs(sim.dof_values() - awake.dof_values()).max() < 1e-12
+    assert np.abs(sim.dof_velocities()).max() > 0.05             # (it does move)
+    assert np.abs(sim.state.c - awake.state.c).max() < 1e-12
+    # the sleeping objects' contacts are still reported, with their weights
+    assert len(sim.contacts) == len(awake.contacts)
+    f, fa = sim.contact_forces.sum(axis=0), awake.contact_forces.sum(axis=0)
+    assert abs(f[2]) == pytest.approx(m_objects * G, rel=1e-8) and np.abs(f - fa).max() < 1e-8 * m_objects * G
+    # save, step, restore, step: the same states, sleeping objects included
+    saved, trajs = sim.save_state(), dict(ctl.trajectories)
+    first = [(sim.step(ctl), sim.state.c.copy(), sim.sleeping_bodies)[1:] for _ in range(40)]
+    sim.restore_state(saved)
+    ctl.trajectories.clear()
+    ctl.trajectories.update(trajs)
+    second = [(sim.step(ctl), sim.state.c.copy(), sim.sleeping_bodies)[1:] for _ in range(40)]
+    assert all(np.array_equal(a[0], b[0]) and a[1] == b[1] for a, b in zip(first, second))
+
+
+def _closing(path, sleep, kick=0.0):
+    sim = Simulator(graspsim.load_world(path), sleep=sleep)
+    from graspsim.control import start_dynamic_grasp
+    ctl = start_dynamic_grasp(sim, "barrett")
+    for i in range(500):                     # 1.25 s: the mug sleeps, then the fingers reach it
+        if i == 100 and kick:
+            sim.state.v[sim.bodies.slot[sim.table.index["mug"]], 2] += kick
+        sim.step(ctl)
+    return sim
+
+
+def test_a_finger_wakes_the_sleeping_mug_and_the_grasp_is_the_awake_one_within_its_sensitivity(tmp_path):
+    """The mug falls asleep before the fingers reach it; their touch wakes it.  The closing is
+    sensitive: a 1e-14 m/s nudge of the mug in the awake run moves the final DOFs by ~2e-3 rad.
+    Sleeping (which zeroes velocities of that size) must not move them more than such a nudge."""
+    path = _clutter(tmp_path, z_hand=0.18, cubes=1)
+    sim = Simulator(graspsim.load_world(path))
+    from graspsim.control import start_dynamic_grasp
+    ctl = start_dynamic_grasp(sim, "barrett")
+    slept = False
+    for _ in range(500):
+        sim.step(ctl)
+        slept |= "mug" in sim.sleeping_bodies
+    assert slept and "mug" not in sim.sleeping_bodies and "cube0" in sim.sleeping_bodies
+    c = sim.contacts
+    touching = {sim.table.names[a] for a, b in zip(c.body_a, c.body_b) if sim.table.names[b] == "mug"}
+    assert {"barrett/f1_dist", "barrett/f2_dist", "barrett/f3_dist"} <= touching
+    awake, nudged = _closing(path, False), _closing(path, False, kick=1e-14)
+    sens = np.abs(awake.dof_values() - nudged.dof_values()).max()
+    dev = np.abs(sim.dof_values() - awake.dof_values()).max()
+    assert dev <= 3 * sens + 1e-9, (dev, sens)
+
+
+def test_bad_sleeping_object_fields_are_refused(tmp_path):
+    sim, ctl = _spreading(_clutter(tmp_path, cubes=1), True)
+    sim.run(0.5, ctl)
+    assert sim.sleeping_bodies
+    bad = sim.save_state()
+    bad.data.bodies_group = bad.data.bodies_group.copy()
+    bad.data.bodies_group[0] = 1                # a link of the hand
+    with pytest.raises(ValueError, match=r"data\.bodies_group: only objects sleep on their own"):
+        sim.restore_state(bad)
+    bad = sim.save_state()
+    bad.data.bodies_rest = -bad.data.bodies_rest - 1
+    with pytest.raises(ValueError, match=r"data\.bodies_rest must be"):
+        sim.restore_state(bad)

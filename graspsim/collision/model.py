@@ -107,6 +107,16 @@ class ContactSet:
         return ContactSet(*arrays, names=self.names)
 
 
+def concat_contacts(sets) -> ContactSet:
+    """One ContactSet of the contacts of ``sets`` (ContactSets of one body table), in order."""
+    sets = list(sets)
+    cols = []
+    for f in _COLUMNS:
+        parts = [getattr(c, f) for c in sets]
+        cols.append(None if any(x is None for x in parts) else np.concatenate(parts))
+    return _contact_set(tuple(cols), sets[0].names if sets else None)
+
+
 #: ContactSet's array fields, in constructor order
 _COLUMNS = tuple(f for f in ContactSet.__dataclass_fields__ if f != "names")
 

@@ -556,19 +556,33 @@ def limit_rows(cand, lo, hi, tol, jq, rbodies, rjac, gain):
 
 
 @njit(cache=True)
-def finish(c, q, dx, v_new):
+def finish(c, q, dx, v_new, rest, group, is_object, h, lin_limit, ang_length, after):
     """The end of step 10: :func:`displace` by the post-stabilisation ``dx``, whether the new
-    coms, orientations and velocities ``v_new`` are finite, and the largest component of the new
-    linear and of the angular velocities (the sleep test's speeds).  Returns (c1, q1, finite,
-    largest |v| component (m/s), largest |w| component (rad/s))."""
+    coms, orientations and velocities ``v_new`` are finite, the largest component of the new
+    linear and of the angular velocities (the sleep test's speeds), and the objects' rest counts
+    (:mod:`graspsim.dynamics.sleep`): an awake object (``is_object``, ``group`` 0) whose largest
+    linear component and angular one times ``ang_length`` are below ``lin_limit`` has rested ``h``
+    s more (``h`` = 0: a cut step, or sleep off), any other body 0 s.  Returns (c1, q1, finite,
+    largest |v| component (m/s), largest |w| component (rad/s), new rest counts (nb,) s, whether
+    one reached ``after`` s)."""
     c1, q1 = displace(c, q, dx)
+    nb = v_new.shape[0]
     lin = 0.0
     ang = 0.0
-    for b in range(v_new.shape[0]):
+    rest1 = np.zeros(nb)
+    rested = False
+    for b in range(nb):
+        lb = 0.0
+        ab = 0.0
         for j in range(3):
-            lin = max(lin, abs(v_new[b, j]))
-            ang = max(ang, abs(v_new[b, 3 + j]))
-    return c1, q1, all_finite(v_new, c1, q1), lin, ang
+            lb = max(lb, abs(v_new[b, j]))
+            ab = max(ab, abs(v_new[b, 3 + j]))
+        lin = max(lin, lb)
+        ang = max(ang, ab)
+        if h > 0.0 and is_object[b] and group[b] == 0 and max(lb, ang_length * ab) < lin_limit:
+            rest1[b] = rest[b] + h
+            rested = rested or rest1[b] >= after
+    return c1, q1, all_finite(v_new, c1, q1), lin, ang, rest1, rested
 
 
 @njit(cache=True)

@@ -269,6 +269,7 @@ def _check_sleep(sim: Simulator, data, bad) -> None:
             and (rest[2] is None or impulses(rest[2]))):
         raise bad(f"rest must be [seconds at rest (finite float >= 0), the last command ((6, {nd}) finite "
                   f"floats) or None, the last contact impulses ((k, 3) finite floats) or None]")
+    _check_sleeping_objects(sim, data, bad, array)
     a = getattr(data, "asleep", None)
     if a is None:
         return
@@ -287,3 +288,26 @@ def _check_sleep(sim: Simulator, data, bad) -> None:
         raise bad(f"asleep.impulse must be ({k}, 3) finite floats (one row per contact)")
     if not (isinstance(a.key, tuple) and isinstance(a.h, float) and a.h > 0):
         raise bad("asleep.key must be a tuple and asleep.h a step length (s) > 0")
+
+
+def _check_sleeping_objects(sim: Simulator, data, bad, array) -> None:
+    """The data block's fields of objects asleep on their own (SimData ``bodies_*``)."""
+    from ..collision.model import ContactSet
+
+    nb = len(sim.bodies)
+    if not (array(data.bodies_rest, (nb,)) and bool((data.bodies_rest >= 0).all())):
+        raise bad(f"bodies_rest must be ({nb},) finite floats >= 0 (s)")
+    g = data.bodies_group
+    if not (array(g, (nb,), np.int64) and bool((g >= 0).all()) and bool((g <= nb).all())):
+        raise bad(f"bodies_group must be ({nb},) int64 group ids in [0, {nb}]")
+    if bool((g[~sim._is_object] > 0).any()):
+        raise bad("bodies_group: only objects sleep on their own (a robot link sleeps with the world)")
+    if not array(data.bodies_pose, (nb, 7)):
+        raise bad(f"bodies_pose must be ({nb}, 7) finite floats [c, q]")
+    if g.any() and not isinstance(data.bodies_key, tuple):
+        raise bad("bodies_key must be the parameters' tuple while objects sleep")
+    bc = data.bodies_contacts
+    if bc is not None and not (isinstance(bc, tuple) and len(bc) == 2 and isinstance(bc[0], ContactSet)
+                               and isinstance(bc[1], np.ndarray) and bc[1].shape == (len(bc[0]), 3)
+                               and bool(np.isfinite(bc[1]).all())):
+        raise bad("bodies_contacts must be None or (ContactSet, (k, 3) finite forces)")

@@ -52,17 +52,20 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import spatial
 from ..collision.impact import first_impact
+from ..collision.model import concat_contacts
 from ..errors import SimulationError, did_you_mean
 from ..world import World
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
 from . import bodies as B
 from .checks import MAX_DT, MIN_DT, checked_data, checked_state, command_array, number, state_problem, vector
+from ..model.bodies import OBJECT
 from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
 from .joints import JointFrames, build_joint_sets, joint_frames, joint_values, row_template
 from .rows import Rows, cross
-from .sleep import SLEEP_AFTER, SLEEP_SPEED, Asleep, resting, steady, unchanged
+from .sleep import (ANGULAR_LENGTH, ROOT3, SLEEP_AFTER, SLEEP_SPEED, Asleep, resting, resting_islands, steady,
+                    touched_groups, unchanged)
 from .stages import StageTimer
 
 REV_LIMIT_TOL = np.radians(0.1)   # joint-limit search tolerance, revolute (rad)
@@ -129,7 +132,11 @@ class SimData:
     the time (s) when that run of cut steps began] (the stall guard, see ``STALL_STEPS``).
     Sleep (:mod:`graspsim.dynamics.sleep`): ``rest`` = [seconds every body has rested, the last
     step's command array (or None), its contact impulses (or None)]; ``asleep``: an
-    :class:`~graspsim.dynamics.sleep.Asleep` while the world sleeps, else None.
+    :class:`~graspsim.dynamics.sleep.Asleep` while the world sleeps, else None.  Objects that sleep
+    while the world moves: ``bodies_rest`` (nb,) seconds each has rested, ``bodies_group`` (nb,)
+    its sleeping group (0: awake), ``bodies_pose`` (nb, 7) [c, q] where it fell asleep,
+    ``bodies_key`` the simulator's parameters then, ``bodies_contacts`` (ContactSet, forces (k, 3)
+    N on body_b, W) their contacts when they fell asleep, or None.
     """
 
     X_static: np.ndarray
@@ -144,6 +151,11 @@ class SimData:
     cuts: list = field(default_factory=lambda: [0, 0.0])
     rest: list = field(default_factory=lambda: [0.0, None, None])
     asleep: Asleep | None = None
+    bodies_rest: np.ndarray | None = None
+    bodies_group: np.ndarray | None = None
+    bodies_pose: np.ndarray | None = None
+    bodies_key: tuple | None = None
+    bodies_contacts: tuple | None = None
 
     def table(self) -> tuple:
         """The warm-start table's arrays, in the kernels' argument order."""
@@ -163,7 +175,11 @@ class SimData:
         """A deep copy."""
         return SimData(self.X_static.copy(), self.ext.copy(), *(a.copy() for a in self.table()),
                        None if self.cwarm is None else tuple(a.copy() for a in self.cwarm), list(self.cuts),
-                       [x if x is None or isinstance(x, float) else x.copy() for x in self.rest], self.asleep)
+                       [x if x is None or isinstance(x, float) else x.copy() for x in self.rest], self.asleep,
+                       *(None if a is None else a.copy() for a in (self.bodies_rest, self.bodies_group,
+                                                                    self.bodies_pose)), self.bodies_key,
+                       None if self.bodies_contacts is None else (self.bodies_contacts[0],
+                                                                  self.bodies_contacts[1].copy()))
 
 
 @dataclass
@@ -354,7 +370,11 @@ class Simulator:
         self._lemke_cones = lemke is not None and _takes_keyword(lemke, "friction_cones")
         nb = len(self.bodies)
         # the data block (see SimData): everything else the step reads that changes
-        self._data = SimData(world.body_poses(), np.zeros((nb, 6)))
+        self._data = SimData(world.body_poses(), np.zeros((nb, 6)), bodies_rest=np.zeros(nb),
+                             bodies_group=np.zeros(nb, np.int64), bodies_pose=np.zeros((nb, 7)))
+        # objects may sleep on their own (graspsim.dynamics.sleep); robot links only with the world
+        self._is_object = np.asarray(self.table.kind)[self.bodies.table_index] == OBJECT
+        self._sync_sleeping()
         self._com_L_all = self.table.com
         self._vel_buf = np.zeros((len(self.table), 6))    # step 3's body velocities (N, 6), reused
         # the dynamic bodies' rows of that buffer: a slice when they are consecutive in the table
@@ -431,15 +451,28 @@ class Simulator:
 
     @property
     def contacts(self):
-        """Contacts found in the last step (a ContactSet) with ``force`` (k, 3) on body_b in N, W."""
-        return self.info.contacts
+        """Contacts of the last step (a ContactSet, or None), those of sleeping objects
+        (:attr:`sleeping_bodies`) after them as they were when they fell asleep."""
+        return self._reported()[0]
 
     @property
     def contact_forces(self) -> np.ndarray:
-        """(k, 3) contact force on body_b at each contact of the last step (N, W)."""
-        if self.info.contact_impulse is None or self.info.h == 0:
-            return np.zeros((0, 3))
-        return self.info.contact_impulse / self.info.h
+        """(k, 3) contact force on body_b at each contact of :attr:`contacts` (N, W)."""
+        return self._reported()[1]
+
+    def _reported(self) -> tuple:
+        """(contacts, forces) of the last step and of the sleeping objects (cached per step)."""
+        info, slept = self.info, self._data.bodies_contacts
+        got = self.__dict__.get("_report")
+        if got is not None and got[0] is info and got[1] is slept:
+            return got[2], got[3]
+        cs = info.contacts
+        f = np.zeros((0, 3)) if info.contact_impulse is None or info.h == 0 else info.contact_impulse / info.h
+        if slept is not None:
+            cs = slept[0] if cs is None else concat_contacts((cs, slept[0]))
+            f = np.concatenate([f, slept[1]])
+        self.__dict__["_report"] = (info, slept, cs, f)
+        return cs, f
 
     def save_state(self) -> SimState:
         """A copy of the state with the data block (warm starts, compliance levels, kinematic base
@@ -461,6 +494,7 @@ class Simulator:
             self._data = checked_data(self, state.data)
             if self._data.ext.any():    # a pending push wakes the world (as apply_external_force)
                 self.wake()
+            self._sync_sleeping()
         self._state = st
 
     def poses(self) -> np.ndarray:
@@ -631,11 +665,15 @@ class Simulator:
             cmd = controller.command(self) if controller is not None else None
             if self._stays_asleep(s, cmd):
                 return self._sleeping_step(s, h, timer)
+        if self._bodies_asleep:                              # sleeping objects: changed in place?
+            self._check_sleeping_bodies(s)
         V = self._kinematic_velocities(s.time + h)          # prescribed base motion, at t + h
         mv = self._move(s, h)                                # 1-3: move; first contact / limit instant
         timer.mark("collision")
         if mv.contacts is False:                             # 4: all contacts (unless 3 found them)
             mv.contacts = self._find_contacts(mv.X)
+        if self._bodies_asleep and mv.contacts is not None:  # sleeping objects an awake body touches wake
+            mv.contacts = self._wake_touched(mv.X, mv.contacts)
         timer.mark("contacts")
         if cmd is _LATER:                                    # 7: the controller's command
             cmd = controller.command(self) if controller is not None else None
@@ -645,6 +683,7 @@ class Simulator:
         timer.mark("solve")
         self._commit(s, mv, asm, cmd, v_new, c1, q1, impulses, sol, timer)
         if self.sleep:
+            self._rest_objects(mv, sol)
             self._rest(s, mv, asm, sol, V is not None)
         timer.mark("integration")
         return self.info
@@ -654,10 +693,115 @@ class Simulator:
         """Is the world asleep (:mod:`graspsim.dynamics.sleep`: at rest, its steps only advance the clock)?"""
         return self._data.asleep is not None
 
+    @property
+    def sleeping_bodies(self) -> tuple:
+        """Names of the objects asleep on their own while the world moves (:mod:`graspsim.dynamics.sleep`;
+        their resting contacts are not in :attr:`contacts` meanwhile)."""
+        idx = self.bodies.table_index[np.flatnonzero(self._data.bodies_group)]
+        return tuple(self.table.names[i] for i in idx.tolist())
+
     def wake(self) -> None:
-        """Wake a sleeping world (the next step is computed in full) and restart its rest count."""
-        self._data.asleep = None
-        self._data.rest[0] = 0.0
+        """Wake a sleeping world and every sleeping object (the next step is computed in full) and
+        restart the rest counts."""
+        d = self._data
+        d.asleep = None
+        d.rest[0] = 0.0
+        if self._bodies_asleep:
+            d.bodies_group[:] = 0
+            self._sync_sleeping()
+        d.bodies_rest[:] = 0.0
+
+    def _sync_sleeping(self) -> None:
+        """Derived from the data block's sleeping objects: are there any, and the pairs to search;
+        the kept contacts of objects that woke are dropped."""
+        d = self._data
+        self._bodies_asleep = bool(d.bodies_group.any())
+        self._active = None
+        if d.bodies_contacts is not None:
+            self._keep_sleeping_contacts(False)
+
+    def _keep_sleeping_contacts(self, new: bool) -> None:
+        """The data block's contacts of sleeping objects: those already kept whose objects still
+        sleep, then (``new``) the last step's contacts of objects that fell asleep in it."""
+        d, slot = self._data, self.bodies.slot
+        asleep = d.bodies_group > 0
+
+        def sleeping(cs):
+            a, b = slot[cs.body_a], slot[cs.body_b]
+            return (a >= 0) & asleep[np.maximum(a, 0)] | (b >= 0) & asleep[np.maximum(b, 0)]
+
+        parts = []
+        if d.bodies_contacts is not None:
+            cs, f = d.bodies_contacts
+            m = sleeping(cs)
+            parts.append((cs.select(m), f[m]))
+        info = self.info
+        if new and info.contacts is not None and not info.asleep and info.h > 0:
+            m = sleeping(info.contacts)
+            if m.any():     # they move from the step's report to the sleeping objects' (no double count)
+                parts.append((info.contacts.select(m), info.contact_impulse[m] / info.h))
+                info.contacts = info.contacts.select(~m) if not m.all() else None
+                info.contact_impulse = info.contact_impulse[~m]
+        parts = [p for p in parts if len(p[0])]
+        d.bodies_contacts = None if not parts else (concat_contacts([p[0] for p in parts]),
+                                                    np.concatenate([p[1] for p in parts]))
+
+    def _check_sleeping_bodies(self, s: SimState) -> None:
+        """Wake every sleeping object when one was moved or set moving in place, or a parameter changed."""
+        d = self._data
+        m = d.bodies_group > 0
+        if (self._sleep_key() != d.bodies_key or s.v[m].any() or not np.array_equal(s.c[m], d.bodies_pose[m, :3])
+                or not np.array_equal(s.q[m], d.bodies_pose[m, 3:])):
+            self.wake()
+
+    def _active_pairs(self) -> np.ndarray:
+        """The collision pairs with an awake dynamic body (the others cannot touch anew)."""
+        if self._active is None:
+            model = self._collision_model()
+            frozen = ~np.asarray(self.table.dynamic, bool)
+            frozen[self.bodies.table_index[self._data.bodies_group > 0]] = True
+            p = model.pairs
+            self._active = np.ascontiguousarray(p[~(frozen[p[:, 0]] & frozen[p[:, 1]])])
+        return self._active
+
+    def _wake_touched(self, X: np.ndarray, contacts):
+        """Wake the sleeping groups an awake body touches, and search the contacts again with their
+        pairs (their resting contacts were not searched)."""
+        d, slot = self._data, self.bodies.slot
+        for _ in range(len(self.bodies) + 1):      # each round wakes at least one group
+            g = touched_groups(slot[contacts.body_a], slot[contacts.body_b], d.bodies_group)
+            if not len(g):
+                return contacts
+            woken = np.isin(d.bodies_group, g)
+            d.bodies_group[woken] = 0
+            d.bodies_rest[woken] = 0.0
+            self._sync_sleeping()
+            contacts = self._find_contacts(X)
+            if contacts is None or not self._bodies_asleep:
+                return contacts
+        return contacts
+
+    def _rest_objects(self, mv: "_Move", sol: dict) -> None:
+        """Count how long each awake object has rested (uncut steps); an island of objects that all
+        rested ``sleep_after`` s falls asleep: zero velocities, its pose kept, its pairs with static or
+        sleeping bodies left out of the contact search (see :mod:`graspsim.dynamics.sleep`)."""
+        d, st = self._data, self._state
+        d.bodies_rest = sol["rest"]          # (counted by RK.finish)
+        if not sol["rested"]:
+            return
+        rested = d.bodies_rest >= self.sleep_after
+        ok, gid = resting_islands(sol["labels"], rested)
+        new = ok & rested
+        if not new.any():
+            return
+        d.bodies_group[new] = gid[new]
+        self._keep_sleeping_contacts(True)
+        d.bodies_pose[new, :3] = st.c[new]
+        d.bodies_pose[new, 3:] = st.q[new]
+        d.bodies_rest[new] = 0.0
+        d.bodies_key = self._sleep_key()
+        st.v[new] = 0.0
+        self._sync_sleeping()
 
     def _sleep_key(self) -> tuple:
         """The parameters a sleeping world must keep to stay asleep (dt, gravity, ...)."""
@@ -830,11 +974,18 @@ class Simulator:
         try:    # the compiled kernels divide: overflowing numbers (a blow-up) end in a ZeroDivisionError
             _, Minv, a_over_M = RK.mass_terms(self.bodies.mass, self.bodies.inertia_L, mv.q1, s.v, asm.k, mv.h)
             v_new, impulses, sol = self._solve_islands(labels, n_isl, Minv, a_over_M, asm, mv.contacts)
+            if self._bodies_asleep:         # sleeping objects: free bodies without contacts; they stay
+                v_new[self._data.bodies_group > 0] = 0.0
+            sol["labels"] = labels
             if self._data.meta[0] > self.warm_start_entries:
                 self._data.clear_table()        # warm starts are only guesses: memory stays bounded
             # post-stabilisation of the joints: project the new positions back onto the constraints
             # (jq is finite: it comes from finite poses unwrapped against the checked joint_q)
-            c1, q1, finite, sol["lin"], sol["ang"] = RK.finish(mv.c1, mv.q1, sol.pop("dx"), v_new)
+            d = self._data
+            c1, q1, finite, sol["lin"], sol["ang"], sol["rest"], sol["rested"] = RK.finish(
+                mv.c1, mv.q1, sol.pop("dx"), v_new, d.bodies_rest, d.bodies_group, self._is_object,
+                mv.h if self.sleep and mv.frac >= 1.0 else 0.0, self.sleep_speed / ROOT3, ANGULAR_LENGTH,
+                self.sleep_after)
         except ZeroDivisionError:
             finite = False
         if not finite:
@@ -1038,7 +1189,8 @@ class Simulator:
     def _find_contacts(self, X: np.ndarray):
         if not self._collisions_on:
             return None
-        cs = self._collision_model().contacts(X, max_region_points=self.max_region_points)
+        pairs = self._active_pairs() if self._bodies_asleep else None
+        cs = self._collision_model().contacts(X, pairs, max_region_points=self.max_region_points)
         return cs if len(cs) else None
 
     def _first_impact_fraction(self, s: SimState, c1, q1, h, X1):
