@@ -83,17 +83,18 @@ def drop_world(n: int, folder: Path) -> Path:
     return p
 
 
-def clutter_world(n: int, folder: Path) -> Path:
-    """The Barrett 25 cm above the mug on the table, n cubes resting on a 25 cm circle around it."""
+def clutter_world(n: int, folder: Path, z_hand: float = 0.25) -> Path:
+    """The Barrett ``z_hand`` m above the mug on the table (0.18: its fingers close on the mug), n
+    cubes resting on a 25 cm circle around it (tests/test_sleep.py uses it too)."""
     lines = [f"world: clutter{n}", "units: {length: m, angle: deg}", "robots:",
-             f"  - {{name: barrett, file: {ROOT}/robots/barrett.yaml, pose: {{xyz: [0, 0, 0.25], rpy: [180, 0, 0]}}}}",
+             f"  - {{name: barrett, file: {ROOT}/robots/barrett.yaml, pose: {{xyz: [0, 0, {z_hand}], rpy: [180, 0, 0]}}}}",
              "objects:", f"  - {{name: mug, file: {ROOT}/objects/mug.yaml, pose: {{xyz: [0, 0, 0]}}}}"]
     for k in range(n):
         a = 2 * np.pi * k / n
         lines.append(f"  - {{name: cube{k}, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [{0.25 * np.cos(a):.4f}, "
                      f"{0.25 * np.sin(a):.4f}, 0.03005], rpy: [0, 0, {np.degrees(a):.3f}]}}}}")
     lines += ["obstacles:", f"  - {{name: table, file: {ROOT}/objects/table.yaml}}"]
-    p = folder / f"clutter{n}.yaml"
+    p = folder / f"clutter{n}_{z_hand}.yaml"
     p.write_text("\n".join(lines) + "\n")
     return p
 

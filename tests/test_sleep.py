@@ -3,6 +3,7 @@ its steps, and anything the step reads wakes it.  Each case compares the sleepin
 twin that computes every step (``sleep=False``): sleep must not change what a researcher measures."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,9 @@ from graspsim.dynamics import Simulator
 from graspsim.dynamics.sleep import Asleep
 
 ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("bench_dynamics", ROOT / "benchmarks/bench_dynamics.py")
+_BENCH = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_BENCH)
 MODELS = Path(__file__).parent / "models"
 G = 9.81
 M_CUBE = 0.2       # objects/cube.yaml
@@ -226,18 +230,9 @@ def test_bad_sleep_fields_of_a_data_block_are_refused():
 # -- objects that sleep while the hand moves ---------------------------------------------------------
 
 def _clutter(tmp_path, z_hand=0.25, cubes=2):
-    """The Barrett above the mug, with ``cubes`` 6 cm cubes resting on the table 25 cm away."""
-    lines = ["world: clutter", "units: {length: m, angle: deg}", "robots:",
-             f"  - {{name: barrett, file: {ROOT}/robots/barrett.yaml, pose: {{xyz: [0, 0, {z_hand}], rpy: [180, 0, 0]}}}}",
-             "objects:", f"  - {{name: mug, file: {ROOT}/objects/mug.yaml, pose: {{xyz: [0, 0, 0]}}}}"]
-    for k in range(cubes):
-        a = 2 * np.pi * k / cubes
-        lines.append(f"  - {{name: cube{k}, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [{0.25 * np.cos(a):.4f}, "
-                     f"{0.25 * np.sin(a):.4f}, 0.03005]}}}}")
-    lines += ["obstacles:", f"  - {{name: table, file: {ROOT}/objects/table.yaml}}"]
-    p = tmp_path / f"clutter_{z_hand}_{cubes}.yaml"
-    p.write_text("\n".join(lines) + "\n")
-    return p
+    """The Barrett above the mug, with ``cubes`` 6 cm cubes resting on the table 25 cm away
+    (benchmarks/bench_dynamics.py's clutter scene)."""
+    return _BENCH.clutter_world(cubes, tmp_path, z_hand)
 
 
 def _spreading(path, sleep):
