@@ -315,3 +315,34 @@ def test_bad_sleeping_object_fields_are_refused(tmp_path):
     bad.data.bodies_rest = -bad.data.bodies_rest - 1
     with pytest.raises(ValueError, match=r"data\.bodies_rest must be"):
         sim.restore_state(bad)
+
+
+def test_a_moving_base_wakes_the_object_sleeping_on_it(tmp_path):
+    """A cube asleep on a platform (a robot of one link, its base static) while the hand moves
+    elsewhere: the platform starts rising at 2 cm/s (set_base_motion) and lifts the cube as in the
+    run without sleep (a static body that moves is searched against sleeping objects)."""
+    w = (f"world: platform\nunits: {{length: m, angle: deg}}\nrobots:\n"
+         f"  - {{name: barrett, file: {ROOT}/robots/barrett.yaml, pose: {{xyz: [0, 0, 0.25], rpy: [180, 0, 0]}}}}\n"
+         f"  - {{name: platform, file: {MODELS}/platform.yaml, pose: {{xyz: [0.4, 0, 0.01]}}}}\n"
+         f"objects:\n  - {{name: cube, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [0.4, 0, 0.05005]}}}}\n"
+         f"obstacles:\n  - {{name: table, file: {ROOT}/objects/table.yaml}}\n")
+    path = tmp_path / "platform.yaml"
+    path.write_text(w)
+    runs = []
+    for sleep in (True, False):
+        sim, ctl = _spreading(path, sleep)
+        sim.run(0.3, ctl)
+        assert sim.sleeping_bodies == (("cube",) if sleep else ())
+        X0, t0 = sim.body_pose("platform/base").copy(), sim.time
+
+        def rise(t, X0=X0, t0=t0):
+            X = X0.copy()
+            X[2, 3] += 0.02 * (t - t0)
+            return X, np.array([0, 0, 0.02, 0, 0, 0])
+        sim.set_base_motion("platform", rise)
+        z0 = sim.body_pose("cube")[2, 3]
+        sim.run(0.5, ctl)
+        runs.append(sim.body_pose("cube")[2, 3] - z0)
+        assert not sim.sleeping_bodies
+    assert runs[0] == pytest.approx(0.01, abs=1e-4)           # lifted 1 cm with the platform
+    assert abs(runs[0] - runs[1]) < 1e-9

@@ -545,6 +545,7 @@ class Simulator:
             self._kinematic.pop(b, None)
         else:
             self._kinematic[b] = motion
+        self._active = None             # the pairs searched while objects sleep include moving bases
 
     def _kinematic_velocities(self, t: float):
         """Pose the kinematic bodies at time ``t`` and return the (N, 6) velocities [v_com; w] (or None)."""
@@ -755,11 +756,12 @@ class Simulator:
             self.wake()
 
     def _active_pairs(self) -> np.ndarray:
-        """The collision pairs with an awake dynamic body (the others cannot touch anew)."""
+        """The collision pairs with an awake dynamic body or a moving base (the others cannot touch anew)."""
         if self._active is None:
             model = self._collision_model()
             frozen = ~np.asarray(self.table.dynamic, bool)
             frozen[self.bodies.table_index[self._data.bodies_group > 0]] = True
+            frozen[list(self._kinematic)] = False      # a moving base can touch a sleeping object
             p = model.pairs
             self._active = np.ascontiguousarray(p[~(frozen[p[:, 0]] & frozen[p[:, 1]])])
         return self._active
