@@ -697,7 +697,7 @@ class Simulator:
     @property
     def sleeping_bodies(self) -> tuple:
         """Names of the objects asleep on their own while the world moves (:mod:`graspsim.dynamics.sleep`;
-        their resting contacts are not in :attr:`contacts` meanwhile)."""
+        :attr:`contacts` reports their contacts and forces as they were when they fell asleep)."""
         idx = self.bodies.table_index[np.flatnonzero(self._data.bodies_group)]
         return tuple(self.table.names[i] for i in idx.tolist())
 

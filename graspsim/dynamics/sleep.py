@@ -108,8 +108,8 @@ def unchanged(a: Asleep, state, command, key: tuple) -> bool:
 # sleep_after seconds falls asleep on its own: its velocities are zeroed, its pairs with static or
 # sleeping bodies leave the contact search, and it stays where it is until an awake body touches it
 # (the whole group wakes, and the step's contacts are searched again with its pairs), a push, a
-# state changed in place or a parameter change wakes it.  Its resting contacts are not reported
-# while it sleeps.  Islands never mix robots and objects at rest: an object a finger touches is in
+# state changed in place or a parameter change wakes it.  Its contacts and forces are reported as
+# they were when it fell asleep (Simulator.contacts, contact_forces).  Islands never mix robots and objects at rest: an object a finger touches is in
 # the robot's island, and stays awake.
 
 def resting_islands(labels: np.ndarray, rested: np.ndarray) -> np.ndarray:
