@@ -13,17 +13,18 @@ zero and the following steps only advance the clock, reporting the last contacts
 
 The world wakes (and that step is computed in full) as soon as anything the step reads differs from
 what it was when the world fell asleep: a state changed in place or restored, a new controller
-command, an external wrench, a base motion, gravity or the step length.  The defaults (1e-8 m/s over
-0.05 s) only let a world sleep that is at rest to a few parts in 1e8 of the thresholds at which any
-quantity could be seen to move; ``Simulator(sleep=False)`` computes every step.  Bullet and DART
-deactivate resting bodies the same way, with thresholds of mm/s; GraspIt does not.
+command, an external wrench, a base motion, gravity or the step length.  The defaults (1e-8 m/s for
+0.05 s) let only a world sleep whose bodies move less than 10 nm per second; the shipped worlds at
+rest move a million times slower still.  ``Simulator(sleep=False)`` computes every step.  Bullet
+and DART deactivate resting bodies the same way, with thresholds of mm/s; GraspIt does not.
 
 Objects can also sleep on their own while the rest of the world moves (an island of objects only,
 see the second half of this module): a cluttered table no longer costs its contacts and LCPs every
 step while the hand works.
 
 What the step keeps about it lives in the data block (:class:`~graspsim.dynamics.simulator.SimData`
-``rest`` and ``asleep``), so ``save_state``/``restore_state`` replay sleeping and waking bit for bit.
+``rest``, ``asleep`` and ``bodies_*``), so ``save_state``/``restore_state`` replay sleeping and
+waking bit for bit.
 """
 from __future__ import annotations
 
