@@ -346,3 +346,11 @@ def test_a_moving_base_wakes_the_object_sleeping_on_it(tmp_path):
         assert not sim.sleeping_bodies
     assert runs[0] == pytest.approx(0.01, abs=1e-4)           # lifted 1 cm with the platform
     assert abs(runs[0] - runs[1]) < 1e-9
+
+
+def test_contact_count_counts_the_sleeping_objects_contacts_too(tmp_path):
+    sim, ctl = _spreading(_clutter(tmp_path), True)
+    for _ in range(120):
+        sim.step(ctl)
+        assert sim.contact_count == (0 if sim.contacts is None else len(sim.contacts))
+    assert sim.sleeping_bodies and sim.contact_count == len(sim.contacts) > 0

@@ -229,7 +229,7 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
             snaps.append(_snapshot(sim, ri, io))
             pending.pop(0)
         hist_t.append(sim.time)
-        hist_n.append(0 if sim.contacts is None else len(sim.contacts))
+        hist_n.append(sim.contact_count)
         if io is not None:
             hist_z.append(sim.poses()[io][2, 3])
         for k in np.flatnonzero(sim.state.broken[sl] & ~broken):     # a clutch gave way in this step

@@ -460,6 +460,12 @@ class Simulator:
         """(k, 3) contact force on body_b at each contact of :attr:`contacts` (N, W)."""
         return self._reported()[1]
 
+    @property
+    def contact_count(self) -> int:
+        """``len(contacts)`` (0 for None), without joining the sleeping objects' contacts to the step's."""
+        c, slept = self.info.contacts, self._data.bodies_contacts
+        return (0 if c is None else len(c)) + (0 if slept is None else len(slept[0]))
+
     def _reported(self) -> tuple:
         """(contacts, forces) of the last step and of the sleeping objects (cached per step)."""
         info, slept = self.info, self._data.bodies_contacts
