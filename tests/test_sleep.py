@@ -198,6 +198,7 @@ def test_sleep_off_computes_every_step():
     (dict(sleep=1), "sleep must be True or False"),
     (dict(sleep_speed=0.0), "sleep_speed must be finite, > 0"),
     (dict(sleep_speed=float("nan")), "sleep_speed must be finite"),
+    (dict(sleep_speed=1.0), r"sleep_speed must be finite, > 0 and <= 0\.1"),
     (dict(sleep_after=-1.0), "sleep_after must be finite, >= 0"),
 ])
 def test_bad_sleep_parameters_are_refused(kw, msg):

@@ -64,8 +64,8 @@ from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
 from .joints import JointFrames, build_joint_sets, joint_frames, joint_values, row_template
 from .rows import Rows, cross
-from .sleep import (ANGULAR_LENGTH, ROOT3, SLEEP_AFTER, SLEEP_SPEED, Asleep, resting, resting_islands, steady,
-                    touched_groups, unchanged)
+from .sleep import (ANGULAR_LENGTH, MAX_SLEEP_SPEED, ROOT3, SLEEP_AFTER, SLEEP_SPEED, Asleep, resting,
+                    resting_islands, steady, touched_groups, unchanged)
 from .stages import StageTimer
 
 REV_LIMIT_TOL = np.radians(0.1)   # joint-limit search tolerance, revolute (rad)
@@ -278,8 +278,8 @@ class Simulator:
     ``restitution_speed`` (m/s, >= 0), ``warm_start_entries`` (>= 0; the most islands whose last LCP
     basis is kept for a warm start: beyond it the table starts afresh, as a cold start would),
     ``sleep`` (True: a world at rest to rounding skips its steps until something wakes it, see
-    :mod:`graspsim.dynamics.sleep`), ``sleep_speed`` (m/s, > 0; 1e-8) and ``sleep_after`` (s, >= 0;
-    0.05) its thresholds,
+    :mod:`graspsim.dynamics.sleep`), ``sleep_speed`` (m/s, in (0, 0.1]; 1e-8) and ``sleep_after``
+    (s, >= 0; 0.05) its thresholds,
     ``lemke``: None (default) solves each island with the compiled
     solver and the project's Lemke; an LCP solver ``lemke(M, q, warm_start=None) -> LCPResult`` runs
     the reference implementation of :mod:`graspsim.dynamics.island` with it instead (slower; for
@@ -344,7 +344,8 @@ class Simulator:
         if not isinstance(sleep, (bool, np.bool_)):
             raise ValueError(f"sleep must be True or False, got {sleep!r}")
         self.sleep = bool(sleep)
-        self.sleep_speed = number("sleep_speed", sleep_speed, 0.0, np.inf, open_low=True)
+        # at most 0.1 m/s: a body faster than that is not at rest (a falling one passes 0.1 m/s in 4 steps)
+        self.sleep_speed = number("sleep_speed", sleep_speed, 0.0, MAX_SLEEP_SPEED, open_low=True)
         self.sleep_after = number("sleep_after", sleep_after, 0.0, np.inf)
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)

@@ -34,6 +34,8 @@ import numpy as np
 
 #: default ``Simulator(sleep_speed=...)`` (m/s): the com speed below which a body counts as resting
 SLEEP_SPEED = 1e-8
+#: largest ``sleep_speed`` accepted (m/s): a faster body is not at rest
+MAX_SLEEP_SPEED = 0.1
 #: default ``Simulator(sleep_after=...)`` (s): how long every body must rest before the world sleeps
 SLEEP_AFTER = 0.05
 #: (m) a body's angular speed times this length is compared with ``sleep_speed``: the speed of a
@@ -110,10 +112,11 @@ def unchanged(a: Asleep, state, command, key: tuple) -> bool:
 # sleeping bodies leave the contact search, and it stays where it is until an awake body touches it
 # (the whole group wakes, and the step's contacts are searched again with its pairs), a push, a
 # state changed in place or a parameter change wakes it.  Its contacts and forces are reported as
-# they were when it fell asleep (Simulator.contacts, contact_forces).  Islands never mix robots and objects at rest: an object a finger touches is in
-# the robot's island, and stays awake.
+# they were when it fell asleep (Simulator.contacts, contact_forces).  Islands never mix robots and
+# objects at rest: an object a finger touches is in the robot's island, and stays awake.  A moving
+# base (set_base_motion) is searched against sleeping objects like an awake body.
 
-def resting_islands(labels: np.ndarray, rested: np.ndarray) -> np.ndarray:
+def resting_islands(labels: np.ndarray, rested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(nb,) bool: the bodies of islands (``labels`` (nb,)) in which every body has ``rested``, and
     (nb,) int64 each body's group id, its island's smallest body slot + 1."""
     n = int(labels.max()) + 1 if len(labels) else 0
