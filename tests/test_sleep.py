@@ -221,7 +221,7 @@ def test_bad_sleep_fields_of_a_data_block_are_refused():
         sim.restore_state(bad)
     bad = sim.save_state()
     a = bad.data.asleep
-    bad.data.asleep = Asleep(a.c[:0], a.q, a.joint_q, a.broken, a.lock, a.command, a.key, a.contacts, a.impulse, a.h)
+    bad.data.asleep = Asleep(a.c[:0], a.q, a.joint_q, a.broken, a.lock, a.command, a.key, a.contacts, a.impulse)
     with pytest.raises(ValueError, match=r"data\.asleep\.c must be \(1, 3\)"):
         sim.restore_state(bad)
     sim.restore_state(good)              # the refused ones left it as it was; the good one sleeps on

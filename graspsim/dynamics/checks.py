@@ -286,8 +286,8 @@ def _check_sleep(sim: Simulator, data, bad) -> None:
     k = 0 if a.contacts is None else len(a.contacts)
     if not (impulses(a.impulse) and len(a.impulse) == k):
         raise bad(f"asleep.impulse must be ({k}, 3) finite floats (one row per contact)")
-    if not (isinstance(a.key, tuple) and isinstance(a.h, float) and a.h > 0):
-        raise bad("asleep.key must be a tuple and asleep.h a step length (s) > 0")
+    if not isinstance(a.key, tuple):
+        raise bad("asleep.key must be the simulator parameters' tuple")
 
 
 def _check_sleeping_objects(sim: Simulator, data, bad, array) -> None:

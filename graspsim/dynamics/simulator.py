@@ -810,7 +810,7 @@ class Simulator:
         d.bodies_rest[new] = 0.0
         d.bodies_key = self._sleep_key()
         st.v[new] = 0.0
-        self._sync_sleeping()
+        self._bodies_asleep, self._active = True, None    # (the kept contacts are current: no _sync_sleeping)
 
     def _sleep_key(self) -> tuple:
         """The parameters a sleeping world must keep to stay asleep (dt, gravity, ...)."""
@@ -838,10 +838,10 @@ class Simulator:
         return self.info
 
     def _rest(self, s: SimState, mv: "_Move", asm: "_Assembly", sol: dict, driven: bool) -> None:
-        """After a computed step: count how long every body has rested (uncut steps, no base motion, the
-        same command and breakaway flags, steady contact impulses; an external wrench restarts the
-        count, see apply_external_force); after
-        ``sleep_after`` s the world falls asleep with its velocities set to zero."""
+        """After a computed step: count how long every body has rested (uncut steps, no base motion,
+        the same command and breakaway flags, steady contact impulses; an external wrench restarts
+        the count, see apply_external_force); after ``sleep_after`` s the world falls asleep with its
+        velocities set to zero."""
         rest, new, imp = self._data.rest, self._state, self.info.contact_impulse
         if imp is None:
             imp = np.zeros((0, 3))
@@ -855,7 +855,7 @@ class Simulator:
             A = asm.command
             self._data.asleep = Asleep(new.c.copy(), new.q.copy(), new.joint_q.copy(), new.broken.copy(),
                                        new.lock.copy(), None if A is None else A.copy(), self._sleep_key(),
-                                       self.info.contacts, imp.copy(), mv.h)
+                                       self.info.contacts, imp.copy())
             self.info.asleep = True
 
     def _check_steppable(self, s: SimState, h: float) -> None:

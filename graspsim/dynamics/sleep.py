@@ -55,7 +55,7 @@ class Asleep:
     rows as :data:`~graspsim.dynamics.checks.CMD_FIELDS`; None without a controller), the
     simulator's parameters ``key`` (``Simulator._sleep_key``: dt, gravity, ...), and the last step's
     ``contacts`` (a ContactSet or None) with their impulses ``impulse`` (k, 3) N s on body_b, W,
-    over a step of ``h`` s."""
+    over a step of the simulator's ``dt`` (part of ``key``: uncut steps only)."""
 
     c: np.ndarray
     q: np.ndarray
@@ -66,7 +66,6 @@ class Asleep:
     key: tuple
     contacts: object
     impulse: np.ndarray
-    h: float
 
 
 def resting(lin: float, ang: float, speed: float) -> bool:
