@@ -506,3 +506,24 @@ def test_resultant_wrench_of_cone_forces_is_inside():
     with pytest.raises(ValueError, match="forces: row 1"):
         g.resultant_wrench(P, np.where(np.arange(5)[:, None] == 1, np.nan, forces),
                            center=Z3, torque_scale=0.8)
+
+
+def test_volume_of_a_flat_jaw_grasp_that_qhull_merges_too_wide():
+    """The 64 primitive wrenches of a parallel jaw's eight pad-corner contacts (captured from
+    `grasp worlds/parallel_jaw_box.yaml`, 8 friction edges each): the support search gives up on
+    its volume, and qhull's default options stop with a precision error ("wide merge" of nearly
+    coplanar facets).  The fallback allows wide merges; its hull must be the joggled hull's (an
+    independent construction: QJ perturbs the points by ~1e-11 instead of merging facets)."""
+    from pathlib import Path
+
+    from scipy.spatial import ConvexHull
+
+    X = np.load(Path(__file__).parent / "data" / "jaw_wrenches.npy")
+    joggled = ConvexHull(X, qhull_options="QJ")
+    fc, eps, vol = g.qhull_quality(X)
+    assert fc
+    assert vol == pytest.approx(joggled.volume, rel=1e-8)
+    assert eps == pytest.approx(float((-joggled.equations[:, -1]).min()), rel=1e-8)
+    q = g.analyze_wrenches(X.reshape(8, 8, 6), "L1", volume=True)
+    assert q.force_closure and q.epsilon == pytest.approx(eps, rel=1e-8)
+    assert q.volume == pytest.approx(vol, rel=1e-12)

@@ -504,9 +504,17 @@ def qhull_quality(points: ArrayLike) -> tuple[bool, float, float]:
     d = X.shape[1]
     if X.shape[0] <= d or affine_rank(X) < d:
         return False, 0.0, 0.0
-    from scipy.spatial import ConvexHull  # lazy: ~0.8 s cold import
+    from scipy.spatial import ConvexHull, QhullError  # lazy: ~0.8 s cold import
 
-    hull = ConvexHull(X)
+    try:
+        hull = ConvexHull(X)
+    except QhullError:
+        # precision errors of symmetric sets (coplanar contacts, e.g. a flat jaw's corners: a
+        # "wide merge"): allow wide merges, else joggle (QJ, ~1e-11 of the points' scale)
+        try:
+            hull = ConvexHull(X, qhull_options="Qx Q12")
+        except QhullError:
+            hull = ConvexHull(X, qhull_options="QJ")
     off = -hull.equations[:, -1]
     eps = float(off.min())
     S = float(np.linalg.norm(X, axis=1).max())
