@@ -171,3 +171,46 @@ def test_compiled_assembly_matches_reference(case):
             seen_contacts += len(a.mu)
         sim.step(ctl)
     assert seen_contacts > 0
+
+
+@pytest.mark.parametrize("u", [2, 4, 6, 8])
+def test_elimination_term_on_base_rows_is_the_direct_one(u):
+    """The island kernel computes what the equality rows take from the contact rows' LCP block,
+    Y^T Y (Y = L^-1 J^T M^-1 H, eq. 20), on a contact's normal and two of its friction rows only,
+    and expands it to the other u - 2 (each a combination of those two: d_e = cos t_e t1 + sin t_e
+    t2).  Against the direct product over every row, on contact rows built by the step's own row
+    kernel and random equality rows over 4 bodies with random inertias: equal to 1e-12 of the
+    largest entry (round-off of the combination)."""
+    from graspsim.dynamics import _island_kernel as IK
+    from graspsim.dynamics import _rows_kernel as RK
+
+    rng = np.random.default_rng(u)
+    nb, k, ne = 4, 5, 9
+    sa = rng.integers(0, nb - 1, k)
+    n = rng.normal(size=(k, 3))
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    t1 = np.cross(n, rng.normal(size=3))
+    t1 /= np.linalg.norm(t1, axis=1)[:, None]
+    nbod, nj, _, fb, fj = RK.contact_rows(sa, sa + 1, rng.normal(size=(k, 3)), rng.normal(size=(k, 3)),
+                                          rng.normal(size=(k, 3)), n, t1, np.cross(n, t1), np.zeros(k), 0.0, 1.0, u)
+    eb = np.stack([rng.integers(0, nb - 1, ne), rng.integers(1, nb, ne)], axis=1)
+    bodies = np.concatenate([eb, nbod, fb])
+    jac = np.concatenate([rng.normal(size=(ne, 2, 6)), nj, fj])
+    A = rng.normal(size=(nb, 6, 6))
+    Minv = np.einsum("bij,bkj->bik", A, A) + 0.1 * np.eye(6)
+    local = np.arange(nb)
+    e_rows, h_rows = np.arange(ne), np.arange(ne, len(bodies))
+    ebb, ej, ew, ecnt = IK._compact(local, bodies, jac, e_rows, Minv)
+    es, er, ee = IK._by_body(ebb, ecnt, nb)
+    L, fL, ok = IK._factor(IK._product(nb, es, er, ee, ej, es, er, ee, ew, ne, ne))
+    assert ok
+    hb, hj, hw, hcnt = IK._compact(local, bodies, jac, h_rows, Minv)
+    direct = IK._elimination_term(nb, hb, hw, hcnt, ne, es, er, ee, ej, L, fL)
+    base, ca, cb, pa, pb = IK._friction_basis(k, k, u)
+    assert len(base) == k + (2 if u > 2 else 1) * k
+    Sb = IK._elimination_term(nb, hb[base], hw[base], hcnt[base], ne, es, er, ee, ej, L, fL)
+    G = np.zeros_like(direct)
+    IK._subtract_expanded(G, Sb, ca, cb, pa, pb)
+    assert np.array_equal(G, G.T)
+    assert np.abs(-G - direct).max() <= 1e-12 * np.abs(direct).max()
+    assert np.abs(direct).max() > 1e-3      # the equality rows do take something

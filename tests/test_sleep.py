@@ -283,8 +283,9 @@ def _closing(path, sleep, kick=0.0):
 
 def test_a_finger_wakes_the_sleeping_mug_and_the_grasp_is_the_awake_one_within_its_sensitivity(tmp_path):
     """The mug falls asleep before the fingers reach it; their touch wakes it.  The closing is
-    sensitive: a 1e-14 m/s nudge of the mug in the awake run moves the final DOFs by ~2e-3 rad.
-    Sleeping (which zeroes velocities of that size) must not move them more than such a nudge."""
+    sensitive: nudges of the mug by 1e-14 to 1e-13 m/s in the awake run move the final DOFs by
+    3e-5 to 2e-3 rad (the closing has branches: which a run takes is decided by rounding).
+    Sleeping (which zeroes velocities of that size) must not move them more than such nudges."""
     path = _clutter(tmp_path, z_hand=0.18, cubes=1)
     sim = Simulator(graspsim.load_world(path))
     from graspsim.control import start_dynamic_grasp
@@ -297,8 +298,9 @@ def test_a_finger_wakes_the_sleeping_mug_and_the_grasp_is_the_awake_one_within_i
     c = sim.contacts
     touching = {sim.table.names[a] for a, b in zip(c.body_a, c.body_b) if sim.table.names[b] == "mug"}
     assert {"barrett/f1_dist", "barrett/f2_dist", "barrett/f3_dist"} <= touching
-    awake, nudged = _closing(path, False), _closing(path, False, kick=1e-14)
-    sens = np.abs(awake.dof_values() - nudged.dof_values()).max()
+    awake = _closing(path, False)
+    sens = max(np.abs(awake.dof_values() - _closing(path, False, kick=k).dof_values()).max()
+               for k in (1e-14, -1e-14, 1e-13))
     dev = np.abs(sim.dof_values() - awake.dof_values()).max()
     assert dev <= 3 * sens + 1e-9, (dev, sens)
 

@@ -3,7 +3,9 @@
 The same algebra as :mod:`graspsim.dynamics.island` (which stays the readable reference and is
 used when a caller supplies its own LCP solver), in one compiled call: dense island Jacobians from
 the constraint rows, elimination of the equality rows through a Cholesky factor of
-``A = J^T M^-1 J + C`` (eq. 17, 20), the pure LCP of eq. (21) with the friction-cone rows of eq. (5-6),
+``A = J^T M^-1 J + C`` (eq. 17, 20), the pure LCP of eq. (21) with the friction-cone rows of eq. (5-6)
+(what the elimination takes from the contact rows' block is computed on a contact's normal and two
+of its u friction rows, and expanded: the others are combinations of those two),
 Lemke (the project's compiled kernel, with the same robustness retries as :func:`graspsim.lcp.lemke`),
 the contact-compliance retries, back-substitution and the post-stabilisation projection.
 
@@ -263,6 +265,164 @@ def _add_weighted(cb, cw, cnt, coef, x):
 
 
 @njit(cache=True)
+def _friction_basis(nl, nc, u):
+    """The LCP rows (``nl`` limit and normal rows, then ``u`` friction rows per contact) as
+    combinations of base rows.  Friction row e of a contact reads d_e = cos(t_e) t1 + sin(t_e) t2
+    with t_e = 2 pi e / u (``_rows_kernel.contact_rows``), so every one is a combination of two of
+    them: d_0 = t1 and the d_k farthest from it (t_k = pi/2 when 4 divides u).  Row i is
+    ``ca[i] base[pa[i]] + cb[i] base[pb[i]]`` (base rows themselves: 1 and 0).  Returns
+    (base: positions of the base rows, ca, cb, pa, pb); with u = 2 one base row per contact."""
+    k = 0
+    best = 0.0
+    for e in range(u):
+        sn = abs(np.sin(2.0 * np.pi * e / u))
+        if sn > best + 1e-12:
+            k, best = e, sn
+    two = best > 0.5
+    per = 2 if two else 1
+    nbse = nl + per * nc
+    nh = nl + u * nc
+    base = np.empty(nbse, np.int64)
+    ca = np.ones(nh)
+    cb = np.zeros(nh)
+    pa = np.empty(nh, np.int64)
+    pb = np.empty(nh, np.int64)
+    for i in range(nl):
+        base[i] = i
+        pa[i] = i
+        pb[i] = i
+    ck, sk = np.cos(2.0 * np.pi * k / u), np.sin(2.0 * np.pi * k / u)
+    for c in range(nc):
+        b0 = nl + per * c
+        base[b0] = nl + c * u
+        if two:
+            base[b0 + 1] = nl + c * u + k
+        for e in range(u):
+            i = nl + c * u + e
+            pa[i] = b0
+            pb[i] = b0
+            if e == 0:
+                continue
+            ang = 2.0 * np.pi * e / u
+            ce, se = np.cos(ang), np.sin(ang)
+            if not two:
+                ca[i] = ce
+            elif e == k:
+                pa[i] = b0 + 1
+                pb[i] = b0 + 1
+            else:
+                ca[i] = ce - se * ck / sk
+                cb[i] = se / sk
+                pb[i] = b0 + 1
+    return base, ca, cb, pa, pb
+
+
+@njit(cache=True)
+def _subtract_expanded(G, Sb, ca, cb, pa, pb):
+    """G -= B Sb B^T for symmetric ``Sb`` over the base rows, row i of B being
+    ``ca[i] base[pa[i]] + cb[i] base[pb[i]]`` (:func:`_friction_basis`): columns first, then the
+    upper triangle, subtracted at both places (the correction stays exactly symmetric)."""
+    nb = Sb.shape[0]
+    nh = ca.shape[0]
+    E = np.empty((nb, nh))
+    for x in range(nb):
+        Sx = Sb[x]
+        Ex = E[x]
+        for j in range(nh):
+            if cb[j] == 0.0:
+                Ex[j] = ca[j] * Sx[pa[j]]
+            else:
+                Ex[j] = ca[j] * Sx[pa[j]] + cb[j] * Sx[pb[j]]
+    for i in range(nh):
+        Ea = E[pa[i]]
+        Eb = E[pb[i]]
+        a, b = ca[i], cb[i]
+        for j in range(i, nh):
+            t = a * Ea[j] if b == 0.0 else a * Ea[j] + b * Eb[j]
+            G[i, j] -= t
+            if j != i:
+                G[j, i] -= t
+
+
+@njit(cache=True)
+def _elimination_term(nbi, bb, bw, bcnt, ne, es, er, ee, ej, L, fL):
+    """What the equality rows (eliminated through A = L L^T, eq. 20) take from the LCP block
+    H^T M^-1 H of the listed (compact) rows H: Y^T Y with Y = L^-1 J^T M^-1 H, symmetric (nh, nh)."""
+    nh = bb.shape[0]
+    hs, hr, he = _by_body(bb, bcnt, nbi)
+    X0 = _product(nbi, es, er, ee, ej, hs, hr, he, bw, ne, nh)  # J^T M^-1 H
+    # Work on X's columns reordered by their first nonzero row (stable): the contact rows of
+    # one finger become adjacent, so each row's nonzeros span a short range.  Per entry the
+    # arithmetic is the same in any column order.
+    first = np.empty(nh, np.int64)
+    for c in range(nh):
+        first[c] = ne
+    for i in range(ne - 1, -1, -1):
+        for c in range(nh):
+            if X0[i, c] != 0.0:
+                first[c] = i
+    cstart = np.zeros(ne + 2, np.int64)
+    for c in range(nh):
+        cstart[first[c] + 1] += 1
+    for i in range(ne + 1):
+        cstart[i + 1] += cstart[i]
+    P = np.empty(nh, np.int64)              # position -> column of X
+    for c in range(nh):
+        P[cstart[first[c]]] = c
+        cstart[first[c]] += 1
+    X = np.empty((ne, nh))
+    for i in range(ne):
+        for p in range(nh):
+            X[i, p] = X0[i, P[p]]
+    # Y = L^-1 X by rows (row i -= L_ik row k over the envelope: contiguous, vectorised;
+    # per entry the operations of a column-wise forward substitution, in the same order).
+    # [clo_i, chi_i) bounds row i's nonzeros (X's, and those of the rows of its envelope):
+    # outside it the entries stay exactly zero, so it is all the work there is.
+    clo = np.empty(ne, np.int64)
+    chi = np.empty(ne, np.int64)
+    for i in range(ne):
+        Xi = X[i]
+        lo_, hi_ = nh, 0
+        for c in range(nh):
+            if Xi[c] != 0.0:
+                lo_ = min(lo_, c)
+                hi_ = c + 1
+        for k in range(fL[i], i):
+            lo_ = min(lo_, clo[k])
+            hi_ = max(hi_, chi[k])
+        clo[i], chi[i] = lo_, hi_
+        for k in range(fL[i], i):
+            lik = L[i, k]
+            Xk = X[k]
+            for c in range(clo[k], chi[k]):
+                Xi[c] -= lik * Xk[c]
+        d = L[i, i]
+        for c in range(lo_, hi_):
+            Xi[c] /= d
+    # Y^T Y: S_ac = sum_i Y_ia Y_ic summed in i order from zero over row i's range (the zero
+    # products a dense sum adds change nothing), then put at the original places
+    S = np.zeros((nh, nh))
+    for i in range(ne):
+        Xi = X[i]
+        for a in range(clo[i], chi[i]):
+            ya = Xi[a]
+            if ya == 0.0:
+                continue
+            Sa = S[a]
+            for c in range(a, chi[i]):
+                Sa[c] += ya * Xi[c]
+    out = np.empty((nh, nh))
+    for a in range(nh):
+        ga = P[a]
+        for c in range(a, nh):
+            t = S[a, c]
+            gc = P[c]
+            out[ga, gc] = t
+            out[gc, ga] = t
+    return out
+
+
+@njit(cache=True)
 def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_rows, nrm_rows, fr_rows,
                  mu, u, compliance, first_level, max_tries, warm, use_warm, hard_err, project,
                  v_out, ce_out, z_out, basis_out, dx_out):
@@ -327,75 +487,23 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
         hs, hr, he = _by_body(hb, hcnt, nbi)
         G = _product(nbi, hs, hr, he, hj, hs, hr, he, hw, nh, nh)      # H^T M^-1 H
         if ne:
-            X0 = _product(nbi, es, er, ee, ej, hs, hr, he, hw, ne, nh)  # J^T M^-1 H
-            # Work on X's columns reordered by their first nonzero row (stable): the contact rows of
-            # one finger become adjacent, so each row's nonzeros span a short range.  Per entry the
-            # arithmetic is the same in any column order; G is updated at the original places.
-            first = np.empty(nh, np.int64)
-            for c in range(nh):
-                first[c] = ne
-            for i in range(ne - 1, -1, -1):
-                for c in range(nh):
-                    if X0[i, c] != 0.0:
-                        first[c] = i
-            cstart = np.zeros(ne + 2, np.int64)
-            for c in range(nh):
-                cstart[first[c] + 1] += 1
-            for i in range(ne + 1):
-                cstart[i + 1] += cstart[i]
-            P = np.empty(nh, np.int64)              # position -> column of X
-            for c in range(nh):
-                P[cstart[first[c]]] = c
-                cstart[first[c]] += 1
-            X = np.empty((ne, nh))
-            for i in range(ne):
-                for p in range(nh):
-                    X[i, p] = X0[i, P[p]]
-            # Y = L^-1 X by rows (row i -= L_ik row k over the envelope: contiguous, vectorised;
-            # per entry the operations of a column-wise forward substitution, in the same order).
-            # [clo_i, chi_i) bounds row i's nonzeros (X's, and those of the rows of its envelope):
-            # outside it the entries stay exactly zero, so it is all the work there is.
-            clo = np.empty(ne, np.int64)
-            chi = np.empty(ne, np.int64)
-            for i in range(ne):
-                Xi = X[i]
-                lo_, hi_ = nh, 0
-                for c in range(nh):
-                    if Xi[c] != 0.0:
-                        lo_ = min(lo_, c)
-                        hi_ = c + 1
-                for k in range(fL[i], i):
-                    lo_ = min(lo_, clo[k])
-                    hi_ = max(hi_, chi[k])
-                clo[i], chi[i] = lo_, hi_
-                for k in range(fL[i], i):
-                    lik = L[i, k]
-                    Xk = X[k]
-                    for c in range(clo[k], chi[k]):
-                        Xi[c] -= lik * Xk[c]
-                d = L[i, i]
-                for c in range(lo_, hi_):
-                    Xi[c] /= d
-            # G -= Y^T Y: S_ac = sum_i Y_ia Y_ic summed in i order from zero over row i's range (the
-            # zero products a dense sum adds change nothing), then G -= S
-            S = np.zeros((nh, nh))
-            for i in range(ne):
-                Xi = X[i]
-                for a in range(clo[i], chi[i]):
-                    ya = Xi[a]
-                    if ya == 0.0:
-                        continue
-                    Sa = S[a]
-                    for c in range(a, chi[i]):
-                        Sa[c] += ya * Xi[c]
-            for a in range(nh):
-                ga = P[a]
-                for c in range(a, nh):
-                    t = S[a, c]
-                    gc = P[c]
-                    G[ga, gc] -= t
-                    if c != a:
-                        G[gc, ga] -= t
+            # less Y^T Y (eq. 20's elimination), computed on base rows only: a contact's friction
+            # rows are combinations of two of them (_friction_basis), so Y^T Y is B (Yb^T Yb) B^T
+            base, ca_, cb_, pa_, pb_ = _friction_basis(nl, nc if nfr else 0, u)
+            nbse = base.shape[0]
+            K = hb.shape[1]
+            bb = np.empty((nbse, K), np.int64)
+            bw = np.empty((nbse, K, 6))
+            bcnt = np.empty(nbse, np.int64)
+            for i in range(nbse):
+                r = base[i]
+                bcnt[i] = hcnt[r]
+                for e in range(K):
+                    bb[i, e] = hb[r, e]
+                    for j in range(6):
+                        bw[i, e, j] = hw[r, e, j]
+            Sb = _elimination_term(nbi, bb, bw, bcnt, ne, es, er, ee, ej, L, fL)
+            _subtract_expanded(G, Sb, ca_, cb_, pa_, pb_)
         m = nh + (nc if nfr else 0)
         Mlcp = np.zeros((m, m))
         for i in range(nh):
@@ -431,7 +539,8 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
         z = np.zeros(m)
         status = LCP_FAILED
         ntry = max_tries + 1
-        for attempt in range(min(first_level, ntry - 1), ntry):
+        start = min(first_level, ntry - 1)
+        for attempt in range(start, ntry):
             k = min(attempt, max_tries - 1)
             cfm = compliance * 100.0 ** k
             reg = 1e-8 * scale if attempt == max_tries else 0.0
@@ -442,7 +551,8 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
             if reg > 0:
                 for i in range(m):
                     Mt[i, i] += reg
-            uw = use_warm and attempt == 0 and warm.shape[0] == m
+            # the warm guess (last step's basis at this island's level) for the step's first try
+            uw = use_warm and attempt == start and warm.shape[0] == m
             code, piv = _lemke(Mt, qlcp, warm if uw else zb, uw, z, w, zb, cert, cone)
             pivots += piv
             level = attempt
