@@ -8,7 +8,7 @@ It writes a copy of ``graspsim/dynamics/_island_kernel.py`` with an extra ``stop
 ``stop`` (its LCP left unsolved), so the difference between consecutive stops is that stage's cost.
 Stages are found by marker lines of the kernel source; a marker that is gone stops the script (edit
 ``MARKERS`` with the kernel).  Per stop: the fastest of 200 calls on one captured call's arguments.  The stops inside ``if ne:``
-(X, Y = L^-1 X) are not reached by an island without equality rows: there the row after them
+(the base rows' Y^T Y, its expansion) are not reached by an island without equality rows: there the row after them
 carries the rest of the call.
 """
 from __future__ import annotations
@@ -27,13 +27,13 @@ KERNEL = Path(__file__).resolve().parent.parent / "graspsim/dynamics/_island_ker
 MARKERS = [
     (1, "prelude, equality elimination", "    nl = lim_rows.shape[0] + nrm_rows.shape[0]\n", True, 4),
     (11, "compact contact rows", "        hs, hr, he = _by_body(hb, hcnt, nbi)\n", False, 8),
-    (12, "G = H^T M^-1 H", "        if ne:\n            X0 = _product", True, 8),
-    (13, "X = J^T M^-1 H, column order", "            # Y = L^-1 X by rows", True, 12),
-    (14, "Y = L^-1 X", "            S = np.zeros((nh, nh))\n", True, 12),
-    (2, "G -= Y^T Y", "        m = nh + (nc if nfr else 0)\n", True, 8),
+    (12, "G = H^T M^-1 H", "        if ne:\n            # less Y^T Y", True, 8),
+    (13, "base rows' Y^T Y (X, Y = L^-1 X, Y^T Y)", "            _subtract_expanded(G, Sb,", True, 12),
+    (2, "G -= B (Y^T Y) B^T", "        m = nh + (nc if nfr else 0)\n", True, 8),
     (3, "LCP matrix", "        zb = np.zeros(m, dtype=np.bool_)\n", True, 8),
     (4, "Lemke (with retries)", "        if status == OK:\n            dv = np.zeros(nv)", True, 8),
-    (0, "back-substitution, projection, outputs", None, True, 0),
+    (5, "back-substitution, outputs", "    # post-stabilisation: the smallest mass-weighted", True, 4),
+    (0, "post-stabilisation projection", None, True, 0),
 ]
 
 

@@ -4,7 +4,7 @@ The same algebra as :mod:`graspsim.dynamics.island` (which stays the readable re
 used when a caller supplies its own LCP solver), in one compiled call: dense island Jacobians from
 the constraint rows, elimination of the equality rows through a Cholesky factor of
 ``A = J^T M^-1 J + C`` (eq. 17, 20), the pure LCP of eq. (21) with the friction-cone rows of eq. (5-6)
-(what the elimination takes from the contact rows' block is computed on a contact's normal and two
+(in an island with equality rows the contact rows' block is computed on a contact's normal and two
 of its u friction rows, and expanded: the others are combinations of those two),
 Lemke (the project's compiled kernel, with the same robustness retries as :func:`graspsim.lcp.lemke`),
 the contact-compliance retries, back-substitution and the post-stabilisation projection.
@@ -318,30 +318,34 @@ def _friction_basis(nl, nc, u):
 
 
 @njit(cache=True)
-def _subtract_expanded(G, Sb, ca, cb, pa, pb):
-    """G -= B Sb B^T for symmetric ``Sb`` over the base rows, row i of B being
-    ``ca[i] base[pa[i]] + cb[i] base[pb[i]]`` (:func:`_friction_basis`): columns first, then the
-    upper triangle, subtracted at both places (the correction stays exactly symmetric)."""
-    nb = Sb.shape[0]
+def _expand(Gb, ca, cb, pa, pb):
+    """G = B Gb B^T for rows ``ca[i] base[pa[i]] + cb[i] base[pb[i]]`` (:func:`_friction_basis`):
+    columns first, then rows; a base row's entries are copied exactly."""
+    nb = Gb.shape[0]
     nh = ca.shape[0]
     E = np.empty((nb, nh))
     for x in range(nb):
-        Sx = Sb[x]
+        Gx = Gb[x]
         Ex = E[x]
         for j in range(nh):
             if cb[j] == 0.0:
-                Ex[j] = ca[j] * Sx[pa[j]]
+                Ex[j] = ca[j] * Gx[pa[j]]
             else:
-                Ex[j] = ca[j] * Sx[pa[j]] + cb[j] * Sx[pb[j]]
+                Ex[j] = ca[j] * Gx[pa[j]] + cb[j] * Gx[pb[j]]
+    G = np.empty((nh, nh))
     for i in range(nh):
+        Gi = G[i]
         Ea = E[pa[i]]
-        Eb = E[pb[i]]
-        a, b = ca[i], cb[i]
-        for j in range(i, nh):
-            t = a * Ea[j] if b == 0.0 else a * Ea[j] + b * Eb[j]
-            G[i, j] -= t
-            if j != i:
-                G[j, i] -= t
+        a = ca[i]
+        if cb[i] == 0.0:
+            for j in range(nh):
+                Gi[j] = a * Ea[j]
+        else:
+            Eb = E[pb[i]]
+            b = cb[i]
+            for j in range(nh):
+                Gi[j] = a * Ea[j] + b * Eb[j]
+    return G
 
 
 @njit(cache=True)
@@ -485,14 +489,15 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
         nh = nl + nfr
         hb, hj, hw, hcnt = _compact(local, bodies, jac, rows, Minv)
         hs, hr, he = _by_body(hb, hcnt, nbi)
-        G = _product(nbi, hs, hr, he, hj, hs, hr, he, hw, nh, nh)      # H^T M^-1 H
         if ne:
-            # less Y^T Y (eq. 20's elimination), computed on base rows only: a contact's friction
-            # rows are combinations of two of them (_friction_basis), so Y^T Y is B (Yb^T Yb) B^T
+            # G = H^T M^-1 H - Y^T Y (eq. 20's elimination) computed on base rows only: a
+            # contact's friction rows are combinations of two of them (_friction_basis), so G is
+            # B Gb B^T
             base, ca_, cb_, pa_, pb_ = _friction_basis(nl, nc if nfr else 0, u)
             nbse = base.shape[0]
             K = hb.shape[1]
             bb = np.empty((nbse, K), np.int64)
+            bj = np.empty((nbse, K, 6))
             bw = np.empty((nbse, K, 6))
             bcnt = np.empty(nbse, np.int64)
             for i in range(nbse):
@@ -501,9 +506,18 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                 for e in range(K):
                     bb[i, e] = hb[r, e]
                     for j in range(6):
+                        bj[i, e, j] = hj[r, e, j]
                         bw[i, e, j] = hw[r, e, j]
+            bs, br, be = _by_body(bb, bcnt, nbi)
+            Gb = _product(nbi, bs, br, be, bj, bs, br, be, bw, nbse, nbse)
             Sb = _elimination_term(nbi, bb, bw, bcnt, ne, es, er, ee, ej, L, fL)
-            _subtract_expanded(G, Sb, ca_, cb_, pa_, pb_)
+            for i in range(nbse):
+                for j in range(nbse):
+                    Gb[i, j] -= Sb[i, j]
+            G = _expand(Gb, ca_, cb_, pa_, pb_)
+        else:
+            hs, hr, he = _by_body(hb, hcnt, nbi)
+            G = _product(nbi, hs, hr, he, hj, hs, hr, he, hw, nh, nh)      # H^T M^-1 H
         m = nh + (nc if nfr else 0)
         Mlcp = np.zeros((m, m))
         for i in range(nh):
