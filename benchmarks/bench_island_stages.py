@@ -8,7 +8,7 @@ It writes a copy of ``graspsim/dynamics/_island_kernel.py`` with an extra ``stop
 ``stop`` (its LCP left unsolved), so the difference between consecutive stops is that stage's cost.
 Stages are found by marker lines of the kernel source; a marker that is gone stops the script (edit
 ``MARKERS`` with the kernel).  Per stop: the fastest of 200 calls on one captured call's arguments.  The stops inside ``if ne:``
-(the base rows' Y^T Y, its expansion) are not reached by an island without equality rows: there the row after them
+(the base rows' blocks) are not reached by an island without equality rows: there the row after them
 carries the rest of the call.
 """
 from __future__ import annotations
@@ -26,10 +26,10 @@ KERNEL = Path(__file__).resolve().parent.parent / "graspsim/dynamics/_island_ker
 # (stop, label, marker line, insert before the marker?, indentation)
 MARKERS = [
     (1, "prelude, equality elimination", "    nl = lim_rows.shape[0] + nrm_rows.shape[0]\n", True, 4),
-    (11, "compact contact rows", "        hs, hr, he = _by_body(hb, hcnt, nbi)\n", False, 8),
-    (12, "G = H^T M^-1 H", "        if ne:\n            # less Y^T Y", True, 8),
-    (13, "base rows' Y^T Y (X, Y = L^-1 X, Y^T Y)", "            _subtract_expanded(G, Sb,", True, 12),
-    (2, "G -= B (Y^T Y) B^T", "        m = nh + (nc if nfr else 0)\n", True, 8),
+    (11, "compact contact rows", "        hb, hj, hw, hcnt = _compact(local, bodies, jac, rows, Minv)\n", False, 8),
+    (12, "base rows' H^T M^-1 H", "            Sb = _elimination_term(", True, 12),
+    (13, "base rows' Y^T Y (X, Y = L^-1 X, Y^T Y)", "            G = _expand(Gb, ", True, 12),
+    (2, "G = B Gb B^T (or H^T M^-1 H without equality rows)", "        m = nh + (nc if nfr else 0)\n", True, 8),
     (3, "LCP matrix", "        zb = np.zeros(m, dtype=np.bool_)\n", True, 8),
     (4, "Lemke (with retries)", "        if status == OK:\n            dv = np.zeros(nv)", True, 8),
     (5, "back-substitution, outputs", "    # post-stabilisation: the smallest mass-weighted", True, 4),

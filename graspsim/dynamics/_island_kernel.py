@@ -488,7 +488,6 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
             rows[nl + i] = fr_rows[i]
         nh = nl + nfr
         hb, hj, hw, hcnt = _compact(local, bodies, jac, rows, Minv)
-        hs, hr, he = _by_body(hb, hcnt, nbi)
         if ne:
             # G = H^T M^-1 H - Y^T Y (eq. 20's elimination) computed on base rows only: a
             # contact's friction rows are combinations of two of them (_friction_basis), so G is
