@@ -210,12 +210,12 @@ def test_contact_block_on_base_rows_is_the_direct_one(u):
         b, j, w, cnt = hb[rows], hj[rows], hw[rows], hcnt[rows]
         s, r, e = IK._by_body(b, cnt, nb)
         return (IK._product(nb, s, r, e, j, s, r, e, w, len(rows), len(rows))
-                - IK._elimination_term(nb, b, w, cnt, ne, es, er, ee, ej, L, fL))
+                - IK._elimination_term(nb, s, r, e, w, ne, es, er, ee, ej, L, fL))
 
     direct = block(np.arange(len(h_rows)))
     base, ca, cb, pa, pb = IK._friction_basis(k, k, u)
     assert len(base) == k + (2 if u > 2 else 1) * k
     G = IK._expand(block(base), ca, cb, pa, pb)
     assert np.abs(G - direct).max() <= 1e-12 * np.abs(direct).max()
-    S = IK._elimination_term(nb, hb, hw, hcnt, ne, es, er, ee, ej, L, fL)
+    S = IK._elimination_term(nb, *IK._by_body(hb, hcnt, nb), hw, ne, es, er, ee, ej, L, fL)
     assert np.abs(S).max() > 1e-3 * np.abs(direct).max()     # the equality rows do take something

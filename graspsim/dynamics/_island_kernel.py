@@ -349,12 +349,12 @@ def _expand(Gb, ca, cb, pa, pb):
 
 
 @njit(cache=True)
-def _elimination_term(nbi, bb, bw, bcnt, ne, es, er, ee, ej, L, fL):
+def _elimination_term(nbi, hs, hr, he, hw, ne, es, er, ee, ej, L, fL):
     """What the equality rows (eliminated through A = L L^T, eq. 20) take from the LCP block
-    H^T M^-1 H of the listed (compact) rows H: Y^T Y with Y = L^-1 J^T M^-1 H, symmetric (nh, nh)."""
-    nh = bb.shape[0]
-    hs, hr, he = _by_body(bb, bcnt, nbi)
-    X0 = _product(nbi, es, er, ee, ej, hs, hr, he, bw, ne, nh)  # J^T M^-1 H
+    H^T M^-1 H of the (compact) rows H (their M^-1 entries ``hw``, by body ``hs, hr, he``):
+    Y^T Y with Y = L^-1 J^T M^-1 H, symmetric (nh, nh)."""
+    nh = hw.shape[0]
+    X0 = _product(nbi, es, er, ee, ej, hs, hr, he, hw, ne, nh)  # J^T M^-1 H
     # Work on X's columns reordered by their first nonzero row (stable): the contact rows of
     # one finger become adjacent, so each row's nonzeros span a short range.  Per entry the
     # arithmetic is the same in any column order.
@@ -509,7 +509,7 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
                         bw[i, e, j] = hw[r, e, j]
             bs, br, be = _by_body(bb, bcnt, nbi)
             Gb = _product(nbi, bs, br, be, bj, bs, br, be, bw, nbse, nbse)
-            Sb = _elimination_term(nbi, bb, bw, bcnt, ne, es, er, ee, ej, L, fL)
+            Sb = _elimination_term(nbi, bs, br, be, bw, ne, es, er, ee, ej, L, fL)
             for i in range(nbse):
                 for j in range(nbse):
                     Gb[i, j] -= Sb[i, j]
