@@ -272,13 +272,25 @@ def _friction_basis(nl, nc, u):
     them: d_0 = t1 and the d_k farthest from it (t_k = pi/2 when 4 divides u).  Row i is
     ``ca[i] base[pa[i]] + cb[i] base[pb[i]]`` (base rows themselves: 1 and 0).  Returns
     (base: positions of the base rows, ca, cb, pa, pb); with u = 2 one base row per contact."""
+    # the coefficients of direction e (the same for every contact)
+    cs = np.empty(u)
+    sn = np.empty(u)
     k = 0
     best = 0.0
     for e in range(u):
-        sn = abs(np.sin(2.0 * np.pi * e / u))
-        if sn > best + 1e-12:
-            k, best = e, sn
+        ang = 2.0 * np.pi * e / u
+        cs[e], sn[e] = np.cos(ang), np.sin(ang)
+        if abs(sn[e]) > best + 1e-12:
+            k, best = e, abs(sn[e])
     two = best > 0.5
+    ce_ = np.ones(u)
+    cf_ = np.zeros(u)
+    for e in range(1, u):
+        if not two:
+            ce_[e] = cs[e]
+        elif e != k:
+            ce_[e] = cs[e] - sn[e] * cs[k] / sn[k]
+            cf_[e] = sn[e] / sn[k]
     per = 2 if two else 1
     nbse = nl + per * nc
     nh = nl + u * nc
@@ -291,7 +303,6 @@ def _friction_basis(nl, nc, u):
         base[i] = i
         pa[i] = i
         pb[i] = i
-    ck, sk = np.cos(2.0 * np.pi * k / u), np.sin(2.0 * np.pi * k / u)
     for c in range(nc):
         b0 = nl + per * c
         base[b0] = nl + c * u
@@ -299,21 +310,9 @@ def _friction_basis(nl, nc, u):
             base[b0 + 1] = nl + c * u + k
         for e in range(u):
             i = nl + c * u + e
-            pa[i] = b0
-            pb[i] = b0
-            if e == 0:
-                continue
-            ang = 2.0 * np.pi * e / u
-            ce, se = np.cos(ang), np.sin(ang)
-            if not two:
-                ca[i] = ce
-            elif e == k:
-                pa[i] = b0 + 1
-                pb[i] = b0 + 1
-            else:
-                ca[i] = ce - se * ck / sk
-                cb[i] = se / sk
-                pb[i] = b0 + 1
+            ca[i], cb[i] = ce_[e], cf_[e]
+            pa[i] = b0 + 1 if two and e == k else b0
+            pb[i] = b0 + 1 if two and e != 0 else b0
     return base, ca, cb, pa, pb
 
 
