@@ -32,7 +32,7 @@ MARKERS = [
     (2, "G = B Gb B^T (or H^T M^-1 H without equality rows)", "        m = nh + (nc if nfr else 0)\n", True, 8),
     (3, "LCP matrix", "        zb = np.zeros(m, dtype=np.bool_)\n", True, 8),
     (4, "Lemke (with retries)", "        if status == OK:\n            dv = np.zeros(nv)", True, 8),
-    (5, "back-substitution, outputs", "    # post-stabilisation: the smallest mass-weighted", True, 4),
+    (5, "back-substitution, outputs", "    # post-stabilisation: the displacement dx = M^-1 J c", True, 4),
     (0, "post-stabilisation projection", None, True, 0),
 ]
 

@@ -446,17 +446,15 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
     eb, ej, ew, ecnt = _compact(local, bodies, jac, eq_p, Minv)
     es, er, ee = _by_body(eb, ecnt, nbi)
     A = _product(nbi, es, er, ee, ej, es, er, ee, ew, ne, ne)          # J^T M^-1 J
-    araw = np.empty(ne)                 # A's diagonal before the compliance (for the projection)
-    for i in range(ne):
-        araw[i] = A[i, i]
     L = np.zeros((0, 0))
     fL = np.zeros(0, np.int64)
+    fok = True
     c_free = np.zeros(ne)
     v_free = aM.copy()
     if ne:
         for i in range(ne):
             A[i, i] += comp[eq_p[i]]
-        L, fL, ok = _factor(A)
+        L, fL, fok = _factor(A)
         r = _rows_times(eb, ej, ecnt, aM)
         for i in range(ne):
             r[i] = rhs[eq_p[i]] - r[i]
@@ -589,43 +587,22 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
             for i in range(m):
                 z_out[i] = z[i]
                 basis_out[i] = zb[i]
-    # post-stabilisation: the smallest mass-weighted displacement removing the hard joint errors
+    # post-stabilisation: the displacement dx = M^-1 J c with (J^T M^-1 J + C) c = [-err; 0] (C the
+    # soft rows' compliance): the hard rows' linearised errors are removed exactly, the driven
+    # joints resist it through their compliance.  A is the elimination's matrix: its factor L is
+    # reused (the whole projection is one solve).
     dx_out[:] = 0.0
-    if status == OK and project and n_hard:
+    if status == OK and project and n_hard and fok:
         big = 0.0
         for i in range(n_hard):
             big = max(big, abs(hard_err[i]))
         if big > 1e-13:
-            hp = np.empty(n_hard, np.int64)        # positions of the hard rows in the row order
-            nhp = 0
+            err = np.zeros(ne)
             for i in range(ne):
                 if perm[i] < n_hard:
-                    hp[nhp] = i
-                    nhp += 1
-            Ah = np.empty((n_hard, n_hard))
-            for a in range(n_hard):
-                for c in range(n_hard):
-                    Ah[a, c] = A[hp[a], hp[c]] if c != a else araw[hp[a]]
-            big = _abs_max(Ah)
-            for i in range(n_hard):
-                Ah[i, i] += 1e-12 * big
-            Lh, fh, ok = _env_chol(Ah)
-            if ok:
-                err = np.empty(n_hard)
-                for a in range(n_hard):
-                    err[a] = -hard_err[perm[hp[a]]]
-                ch = _solve(Lh, fh, err)
-                K = eb.shape[1]
-                ebh = np.empty((n_hard, K), np.int64)
-                ewh = np.empty((n_hard, K, 6))
-                ecnth = np.empty(n_hard, np.int64)
-                for a in range(n_hard):         # the hard rows' entries (a gather loop, not eb[hp])
-                    ecnth[a] = ecnt[hp[a]]
-                    for e in range(K):
-                        ebh[a, e] = eb[hp[a], e]
-                        for j in range(6):
-                            ewh[a, e, j] = ew[hp[a], e, j]
-                _add_weighted(ebh, ewh, ecnth, ch, dx_out)
+                    err[i] = -hard_err[perm[i]]
+            ch = _solve(L, fL, err)
+            _add_weighted(eb, ew, ecnt, ch, dx_out)
     return status, m, pivots, level
 
 

@@ -39,18 +39,25 @@ class IslandProblem:
     compliance: float = 0.0    # contact compliance, relative to the mean diagonal of G (see Simulator)
 
 
-def project_positions(Minv: np.ndarray, Jh: np.ndarray, err: np.ndarray) -> np.ndarray:
-    """Post-stabilisation: the smallest mass-weighted displacement (6 nb,) that removes the
-    linearised joint errors ``err`` (hard rows ``Jh``): dx = M^-1 J (J^T M^-1 J)^-1 (-err).
+def project_positions(Minv: np.ndarray, Je: np.ndarray, comp: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """Post-stabilisation: the displacement (6 nb,) dx = M^-1 J c with (J^T M^-1 J + C) c = [-err; 0]
+    over the island's equality rows ``Je`` (nv, ne), hard rows first (``len(err)`` of them, with
+    their linearised errors ``err``), then the soft ones (compliance ``comp`` (ne,), 0 on hard rows).
+    The hard rows' errors are removed exactly (J_h^T dx = -err); the smallest such displacement in
+    the metric of the mass and the drives' stiffness (``C^-1``), so driven joints resist it.
 
     Velocity-level joint rows (eq. 7) drift by O(h^2) per step; eq. (16)'s correction velocity only
     removes a fraction ``gamma`` of it per step, so fast chains open up.  One projection per step
-    keeps the error at the drift of a single step's linearisation.
+    keeps the error at the drift of a single step's linearisation.  ``A`` is the matrix of the
+    equality elimination (eq. 17), so the compiled solver reuses that factor.
     """
-    W = _blockmul(Minv, Jh)
-    A = Jh.T @ W
+    W = _blockmul(Minv, Je)
+    A = Je.T @ W
+    A[np.diag_indices(len(A))] += comp
     A[np.diag_indices(len(A))] += 1e-12 * max(1.0, float(np.abs(A).max()))
-    return W @ _cho_solve(_chol(A), -err)
+    rhs = np.zeros(len(A))
+    rhs[:len(err)] = -err
+    return W @ _cho_solve(_chol(A), rhs)
 
 
 @dataclass

@@ -1516,7 +1516,7 @@ class Simulator:
             basis = getattr(sol, "basis", None)
             err = hard_err[rows[0]]
             if self.project_joints and n_h and np.max(np.abs(err)) > 1e-13:
-                dx[slots] = project_positions(Minv[slots], Je[:, :n_h], err).reshape(-1, 6)
+                dx[slots] = project_positions(Minv[slots], Je, allr.compliance()[e_rows], err).reshape(-1, 6)
             if m:
                 lv = lv if lv > level else max(0, level - (self.state.steps % 50 == 0))
                 b = np.zeros(m, np.bool_) if basis is None else np.asarray(basis, np.bool_)
