@@ -213,11 +213,14 @@ thumb's 5 N m).  The fingers close from 12 deg at their default speed; at about 
 links touch the grip's lower edges and, still coupled, lift the handset off its caps (t = 1.2 s: 14 mm
 up, contacts only from below, not force closure).  At about 1.34 s the grip's back reaches the
 knuckles, which stop it; the clutches then break away (the proximal joints hold, the distals keep
-closing under the grip without reaching it).  The knuckles only cover the f1/f2 half of the grip, so
-the thumb side rolls up about the knuckles' edge by about 6 deg; the grip's centre rises
-25.0 mm - 20 mm x sin(6.4 deg) = 22.8 mm (measured 23.2 mm).  From then on the handset is held between
-the proximal links (from below, on both sides) and the knuckles (from above): force closure, with the
-same contacts at 1.9, 2.2 and 2.7 s.
+closing under the grip without reaching it).  The grip's back stops 23.2 mm up: the 25.0 mm gap of
+the nominal palm pose, less the ~1.5 mm the Puma's PD-held arm sags under the hand (the knuckles'
+contacts are at z = 0.5155 m, not 0.517 m).  The knuckles only cover the f1/f2 half of the grip, so
+the thumb side can roll up about the knuckles' edge.  How far is settled in the impact on the
+knuckles and depends on the time step: 2.0 deg in this run (h = 2.5 ms), 4.6 and 0.3 deg with
+h = 1.25 and 0.625 ms; the rise is 23.1-23.3 mm in all three.  From then on the handset is held
+between the proximal links (from below, on both sides) and the knuckles (from above): force closure,
+with the same contacts at 1.9, 2.2 and 2.7 s.
 
 **Forces after the break.**  Once the clutches break away the handset is wedged between the held
 proximal joints and the knuckles: a closed loop, so the contact forces are internal forces set by
@@ -226,9 +229,11 @@ implicit spring-damper on the proximal joint (100 times the DOF's kp and kd: 1e4
 finger's 2.5 N m turns it 0.25 mrad; `LOCK_GAIN` in `graspsim/dynamics/simulator.py`).  An earlier
 version held the joint rigidly; then the contacts' error correction (towards half the contact
 threshold) could not be met inside the rigid loop and the contact compliance alone set the force:
-up to ~28 kN for a 10 um mismatch.  With the gear's stiffness the largest contact force is about
-130 N (the thumb's proximal link; 2.5-5 N m drives on 20-40 mm levers) while the net force on the
-handset is its weight.  The force-closure verdicts and epsilons
+up to ~28 kN for a 10 um mismatch.  With the gear's stiffness the largest contact force is 43 N, in
+the impact on the knuckles at t = 1.35 s (42-70 N with h = 0.625-2.5 ms), and at most 24 N in the
+hold after 2 s (2.5-5 N m drives on 20-40 mm levers), while the net force on the handset is its
+weight.  (Until the joint projection took the drives' and holds' stiffness into account, it could
+turn the held joints without resistance, and with h = 2.5 ms the loop kept 130 N.)  The force-closure verdicts and epsilons
 do not depend on these forces.
 
 """
