@@ -333,3 +333,47 @@ def test_round_shape_entirely_inside_a_mesh_is_interpenetrating(tmp_path, inner)
     assert m.penetrating(X) == []
     X[ia][:3, 3] = (0.1, 0.0, 0.5)                           # centre on the block's side face
     assert m.penetrating(X) == [pair]
+
+
+# a Barrett fingertip (capsule r = 10 mm, core 45 mm) against the mug, relative pose (in the mug's
+# frame) at the start and the end of a step of a dynamic batch trial (h = 2.5 ms) that stalled:
+# touching the mug's outside (separation 0.04 mm) at the start, 4 mm into it at the end
+_TIP_START = np.array([[0.8828477828801912, 0.4614408683829249, -0.08747638109537181, 0.05141921221436441],
+                       [0.4656790155044033, -0.835851216009833, 0.2906816114131298, -0.01399253187954277],
+                       [0.0610151356827164, -0.2973635311885036, -0.9528127221740504, 0.10983039371213067],
+                       [0.0, 0.0, 0.0, 1.0]])
+_TIP_END = np.array([[0.8493844711770198, 0.516507255525652, -0.10847246246256764, 0.05427076729146088],
+                     [0.5245097318426681, -0.803283409542538, 0.28217956190349336, -0.01126920884167941],
+                     [0.05861366159579785, -0.29657380016291696, -0.953209536110114, 0.10963711429800076],
+                     [0.0, 0.0, 0.0, 1.0]])
+
+
+def test_an_overlap_whose_depth_jumps_at_the_start_is_a_contact_not_a_1_ns_step(tmp_path):
+    """The mug is a non-convex mesh: a face's contact region is the prism over it, so when the
+    fingertip's core enters the prism of a face it is already 2.8 mm behind, that face's depth jumps
+    from nothing to 2.8 mm within nanometres of travel (measured below: none at 1e-9 of the move, 2.8
+    mm at 1e-6).  No motion from a touching start makes such an overlap, so it was there at the
+    start: the step is not cut (a cut to 1 ns repeated it until the stall guard stopped the trial)."""
+    tip = "{name: tip, shape: {capsule: {radius: 0.01, length: 0.045}}, mass: 0.1, pose: {xyz: [0.3, 0, 0.3]}}"
+    w = world_of(tmp_path, [tip], [f"{{name: mug, file: {ROOT / 'objects/mug.yaml'}}}"])
+    sim = Simulator(w, gravity=[0, 0, 0])
+    h = sim.dt
+    st = sim.save_state()
+    st.c = _TIP_START[None, :3, 3].copy()
+    st.q = graspsim.spatial.matrix_to_quat(_TIP_START[:3, :3])[None]
+    dR = _TIP_END[:3, :3] @ _TIP_START[:3, :3].T
+    st.v = np.r_[(_TIP_END[:3, 3] - _TIP_START[:3, 3]) / h, graspsim.spatial.rotation_log(dR) / h][None]
+    sim.restore_state(st)
+    model = sim._collision_model()
+    tip_i, mug_i = sim.table.index["tip"], sim.table.index["mug"]
+
+    def depth_at(f):
+        X = sim._trial_move(sim.state, f * h)[2]
+        cs = model.contacts(X, [[tip_i, mug_i]])
+        return -float(cs.separation.min()) if len(cs) else -np.inf
+
+    assert -1e-4 < depth_at(0.0) < 0.0                         # touching at the start
+    assert depth_at(1e-9) < 0.0 and depth_at(1e-6) > 2.5e-3     # the jump
+    info = sim.step()
+    assert info.fraction == 1.0
+    assert info.contacts is not None and len(info.contacts)

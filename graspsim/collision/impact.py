@@ -7,7 +7,11 @@ What the step guarantees (and the tests check):
   the end of the move cuts the move at its first contact, localised by binary search (the paper's
   step 3; :func:`graspsim.collision.localize_impact`) to a separation in (0, thr];
 * a pair touching at the start that overlaps at every fraction of the move is a contact already
-  (its rows act): the move goes on as far as its overlap stays within half the threshold;
+  (its rows act): the move goes on as far as its overlap stays within half the threshold.  So
+  does a pair whose first contact falls within a millionth of the move (it touched at the start).
+  When that is less than a millionth of the move too, the move is taken whole: the overlap was
+  there at the start, unseen by the start's test (a depth that jumps: a non-convex mesh's face
+  whose prism a capsule's core enters), and cuts of nanoseconds would stall the simulation;
 * a body does not pass through a thinner convex one within one step (tunnelling): a pair whose
   travel may exceed the thinner body's thickness and that ends the move apart is advanced
   conservatively (the distance shrinks by at most the pair's travel bound per unit fraction of the
@@ -41,6 +45,8 @@ __all__ = ["body_extents", "convex_thickness", "first_impact"]
 MAX_ADVANCE = 32
 #: halvings of the search for the largest fraction whose overlap stays within half the threshold
 FALLBACK_HALVINGS = 30
+#: below this fraction of the move that search gives up cutting: the overlap is a contact already
+FALLBACK_MIN_FRACTION = 2.0 ** -20
 
 
 def body_extents(table, pool) -> tuple[np.ndarray, np.ndarray]:
@@ -224,10 +230,12 @@ def _localize(model, new, move, thr, view=None) -> float:
         # it in (0, threshold]: it is a contact already -- let its rows (with error correction)
         # handle it rather than stop time
         return 1.0
-    if frac > 0.0:
+    if frac >= FALLBACK_MIN_FRACTION:
         return frac
     # a pair touching at the start (separation ~0, e.g. a point dropped from a contact region) that
-    # overlaps at every fraction > 0: it is a contact already.  Stepping 0 s (floored to 1 ns)
+    # overlaps at every fraction > 0, or at every fraction beyond a millionth of the move (then its
+    # start separation is within the threshold plus 1e-6 of its travel: 1 um at 400 m/s, h = 2.5
+    # ms): it is a contact already.  Stepping 0 s (floored to 1 ns)
     # would repeat this step forever; instead move as far as its overlap stays within half the
     # threshold, where the contact kernel sees it and its rows act.
     lo, hi = 0.0, 1.0
@@ -238,7 +246,14 @@ def _localize(model, new, move, thr, view=None) -> float:
             lo = mid
         else:
             hi = mid
-    return lo if lo > 0.0 else hi
+    if lo < FALLBACK_MIN_FRACTION:
+        # deeper than half the threshold within a millionth of the move (a travel of 1 um at
+        # 400 m/s): the overlap was there at the start, unseen by the start's test (a non-convex
+        # mesh's face whose prism the core has just entered: that depth jumps), or at the edge of
+        # half the threshold already.  A contact already, as above: cuts of a few ns would repeat
+        # this step until the stall guard stops the simulation
+        return 1.0
+    return lo
 
 
 def _advance(model, pair, d0: float, T: float, X1, move, thr: float, f_max: float) -> float:
