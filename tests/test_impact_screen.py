@@ -337,7 +337,7 @@ def test_round_shape_entirely_inside_a_mesh_is_interpenetrating(tmp_path, inner)
 
 # a Barrett fingertip (capsule r = 10 mm, core 45 mm) against the mug, relative pose (in the mug's
 # frame) at the start and the end of a step of a dynamic batch trial (h = 2.5 ms) that stalled:
-# touching the mug's outside (separation 0.04 mm) at the start, 4 mm into it at the end
+# on the mug's outer wall (separation 0.04 mm), its end in the handle's edges
 _TIP_START = np.array([[0.8828477828801912, 0.4614408683829249, -0.08747638109537181, 0.05141921221436441],
                        [0.4656790155044033, -0.835851216009833, 0.2906816114131298, -0.01399253187954277],
                        [0.0610151356827164, -0.2973635311885036, -0.9528127221740504, 0.10983039371213067],
@@ -348,12 +348,7 @@ _TIP_END = np.array([[0.8493844711770198, 0.516507255525652, -0.1084724624625676
                      [0.0, 0.0, 0.0, 1.0]])
 
 
-def test_an_overlap_whose_depth_jumps_at_the_start_is_a_contact_not_a_1_ns_step(tmp_path):
-    """The mug is a non-convex mesh: a face's contact region is the prism over it, so when the
-    fingertip's core enters the prism of a face it is already 2.8 mm behind, that face's depth jumps
-    from nothing to 2.8 mm within nanometres of travel (measured below: none at 1e-9 of the move, 2.8
-    mm at 1e-6).  No motion from a touching start makes such an overlap, so it was there at the
-    start: the step is not cut (a cut to 1 ns repeated it until the stall guard stopped the trial)."""
+def _tip_on_mug(tmp_path):
     tip = "{name: tip, shape: {capsule: {radius: 0.01, length: 0.045}}, mass: 0.1, pose: {xyz: [0.3, 0, 0.3]}}"
     w = world_of(tmp_path, [tip], [f"{{name: mug, file: {ROOT / 'objects/mug.yaml'}}}"])
     sim = Simulator(w, gravity=[0, 0, 0])
@@ -364,16 +359,77 @@ def test_an_overlap_whose_depth_jumps_at_the_start_is_a_contact_not_a_1_ns_step(
     dR = _TIP_END[:3, :3] @ _TIP_START[:3, :3].T
     st.v = np.r_[(_TIP_END[:3, 3] - _TIP_START[:3, 3]) / h, graspsim.spatial.rotation_log(dR) / h][None]
     sim.restore_state(st)
+    return sim
+
+
+def test_an_edge_overlap_next_to_a_face_contact_is_seen(tmp_path):
+    """The fingertip touches the mug's outer wall (a face contact, 0.04 mm apart) while its end sinks
+    2.7 mm into the handle's edges (the core 7.3 mm from them, radius 10 mm: measured independently
+    below from the mesh's vertices and the core).  The contact kernel counted edge contacts only
+    for pairs without a face contact, so that overlap appeared only when the core entered a handle
+    face's prism, 2.8 mm at once a few nanoseconds into the move (and the impact search cut the step
+    to 1 ns until the stall guard stopped the trial).  The edge contacts deeper than the face
+    contacts by more than the threshold count: the overlap is there at the start, and the same one
+    step later."""
+    sim = _tip_on_mug(tmp_path)
+    h = sim.dt
     model = sim._collision_model()
     tip_i, mug_i = sim.table.index["tip"], sim.table.index["mug"]
 
-    def depth_at(f):
+    def contacts_at(f):
         X = sim._trial_move(sim.state, f * h)[2]
-        cs = model.contacts(X, [[tip_i, mug_i]])
-        return -float(cs.separation.min()) if len(cs) else -np.inf
+        return model.contacts(X, [[tip_i, mug_i]]), X
 
-    assert -1e-4 < depth_at(0.0) < 0.0                         # touching at the start
-    assert depth_at(1e-9) < 0.0 and depth_at(1e-6) > 2.5e-3     # the jump
+    cs, X = contacts_at(0.0)
+    # independently: the capsule's depth into the mug's vertices near the handle's root (x > 40 mm):
+    # r minus the distance of the nearest such vertex to the core (a vertex lies on the surface)
+    import trimesh
+    V = trimesh.load(ROOT / "objects/meshes/mug.obj").vertices
+    V = V[V[:, 0] > 0.045]
+    R, c = X[tip_i][:3, :3], X[tip_i][:3, 3]
+    a, b = c - 0.0225 * R[:, 2], c + 0.0225 * R[:, 2]
+    s = np.clip((V - a) @ (b - a) / ((b - a) @ (b - a)), 0, 1)
+    vertex_depth = 0.01 - np.linalg.norm(V - (a + s[:, None] * (b - a)), axis=1).min()
+    deep = cs.separation < -1e-3
+    assert deep.any() and (cs.separation > 0).any()            # the handle's overlap and the wall
+    # the edges' closest points lie between vertices: at least as deep as the nearest vertex
+    assert vertex_depth > 2e-3
+    assert -cs.separation.min() >= vertex_depth - 1e-9
+    assert -cs.separation.min() < vertex_depth + 1e-3
+    # continuous: a millionth of the move later (a travel of nanometres) the depth is the same
+    cs1, _ = contacts_at(1e-6)
+    assert abs(cs1.separation.min() - cs.separation.min()) < 1e-6
+    # the step is not cut: the overlap is a contact that the step's rows push out of
     info = sim.step()
     assert info.fraction == 1.0
-    assert info.contacts is not None and len(info.contacts)
+
+
+def test_an_overlap_that_appears_within_a_millionth_of_the_move_is_not_cut_to_nanoseconds(tmp_path):
+    """The impact search's last resort (collision/impact.py ``_localize``): a pair touching at the
+    start (0.05 mm apart) whose overlap is 2 mm deep from 1e-7 of the move on.  No motion does that
+    (at 400 m/s a millionth of a 2.5 ms step is 1 um); a depth that jumps does (a non-convex mesh's
+    face whose prism a core enters, before the contact kernel counted edge contacts next to face
+    contacts).  The search localises a first contact at 2**-24 of the move, and cutting there
+    repeats the step forever; the move is taken whole instead (the overlap is a contact: its rows
+    push it out).  A smooth approach is still cut: the same pair reaching 2 mm at the end of the
+    move is cut where it touches."""
+    from graspsim.collision.impact import _localize
+
+    w = world_of(tmp_path, ["{name: cube, shape: {box: [0.04, 0.04, 0.04]}, mass: 0.1, pose: {xyz: [0, 0, 0.5]}}"],
+                 ["{name: block, shape: {box: [0.2, 0.2, 0.2]}, pose: {xyz: [0, 0, -0.1]}}"])
+    model = model_for(w, THR)
+    ci, bi = w.table.index["cube"], w.table.index["block"]
+    X = w.body_poses().copy()
+
+    def at(z):
+        Y = X.copy()
+        Y[ci, 2, 3] = 0.02 + z
+        return Y
+
+    jump = lambda f: at(5e-5 if f < 1e-7 else -2e-3)
+    smooth = lambda f: at(5e-5 + f * (-2e-3 - 5e-5))
+    assert model.penetrating(jump(1e-6)) and not model.penetrating(jump(0.0))
+    assert _localize(model, [(ci, bi)], jump, THR) == 1.0
+    f = _localize(model, [(ci, bi)], smooth, THR)
+    assert 0.0 < f < 1.0
+    assert 0.0 < float(model.pair_separations(smooth(f), [(ci, bi)])[0]) <= THR

@@ -1196,8 +1196,9 @@ def _cyl_candidates(ia, ib, X, P, thr, C, C2):
 def pair_candidates(ia, ib, X, P, thr, C, C2, cyl=None):
     """All contact candidates of pair (ia, ib) into C; returns their number (may exceed len(C)).
 
-    Edge/vertex contacts of sharp features (C2) count only when the pair has no face contact: a
-    face contact's boundary would otherwise add spurious points with tilted normals.
+    Edge/vertex contacts of sharp features (C2) count when the pair has no face contact, and
+    otherwise those deeper than every face contact by more than ``thr``: a face contact's boundary
+    would otherwise add spurious points with tilted normals (at about the face contacts' depth).
 
     ``cyl``: None (the default) when no shape of the world is a cylinder, True otherwise.  numba
     prunes the ``cyl is not None`` branch from the None-typed compile, so worlds without a cylinder
@@ -1241,6 +1242,23 @@ def pair_candidates(ia, ib, X, P, thr, C, C2, cyl=None):
             for j in range(10):
                 C[i, j] = C2[i, j]
         return cnt2
+    if cnt2 > 0:
+        # with face contacts, an edge/vertex contact deeper than all of them by more than thr is an
+        # overlap they do not see (a fingertip on a mug's wall whose end sinks into the handle's
+        # edge; a capsule tilted over a box edge): it counts too
+        if cnt > C.shape[0] or cnt2 > C2.shape[0]:
+            return max(cnt + cnt2, C.shape[0] + 1)
+        smin = np.inf
+        for i in range(cnt):
+            smin = min(smin, C[i, 9])
+        k = cnt
+        for i in range(cnt2):
+            if C2[i, 9] < smin - thr:
+                if k < C.shape[0]:
+                    for j in range(10):
+                        C[k, j] = C2[i, j]
+                k += 1
+        return k
     return cnt
 
 
