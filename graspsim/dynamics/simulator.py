@@ -248,6 +248,7 @@ class _Move:
     frac: float
     h: float
     contacts: object
+    V: np.ndarray | None = None    # moving bases' velocities at the end of a cut step (None: as at t + h)
 
 
 @dataclass
@@ -677,6 +678,8 @@ class Simulator:
             self._check_sleeping_bodies(s)
         V = self._kinematic_velocities(s.time + h)          # prescribed base motion, at t + h
         mv = self._move(s, h)                                # 1-3: move; first contact / limit instant
+        if mv.V is not None:
+            V = mv.V
         timer.mark("collision")
         if mv.contacts is False:                             # 4: all contacts (unless 3 found them)
             mv.contacts = self._find_contacts(mv.X)
@@ -876,12 +879,19 @@ class Simulator:
         frac, contacts = self._first_impact_fraction(s, c1, q1, h, X)
         if crossed:
             frac = min(frac, self._limit_fraction(s, h))
+        # a cut step advances at least H_FLOOR; a step the caller asked to be shorter, by itself
+        h_step = max(frac * h, min(h, H_FLOOR))
+        V = None
         if frac < 1.0:
+            if self._kinematic:
+                # moving bases were placed at t + h for the search; the step ends at t + h_step, so
+                # are they (left ahead, the next step would move them by h_step while the bodies
+                # move by h: a finger on a lifted palm then overlaps it anew every step)
+                V = self._kinematic_velocities(s.time + h_step)
             c1, q1, X, o, o_c, R, R_c, ax, pp, jq, _ = self._trial_move(s, frac * h)
             F = JointFrames(o, o_c, R, R_c, ax, pp)
             contacts = False
-        # a cut step advances at least H_FLOOR; a step the caller asked to be shorter, by itself
-        return _Move(c1, q1, X, F, jq, frac, max(frac * h, min(h, H_FLOOR)), contacts)
+        return _Move(c1, q1, X, F, jq, frac, h_step, contacts, V)
 
     def _trial_move(self, s: SimState, h: float) -> tuple:
         """Poses, joint frames and values after moving with the current velocities for ``h`` s
