@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from .._jit import njit
-from .kernels import pair_candidates
+from .kernels import closest_candidate
 
 
 @njit(cache=True)
@@ -157,13 +157,9 @@ def screen_pairs(X0, X_LS, pairs, lo, hi, vel, radius, h, thr, T, lb):
 @njit(cache=True)
 def _closest(a, b, X, P, t, C, C2, cyl):
     """Separation (m) of the closest contact candidate of shapes a and b at poses X within the
-    threshold t (inf: none); NaN when the candidates overflow the buffers C, C2."""
-    m = pair_candidates(a, b, X, P, t, C, C2, cyl)
-    if m > C.shape[0]:
-        return np.nan
-    s = np.inf
-    for i in range(m):
-        s = min(s, C[i, 9])
+    threshold t (inf: none), edge/vertex candidates included (:func:`.kernels.closest_candidate`); NaN
+    when the candidates overflow the buffers C, C2."""
+    s, _ = closest_candidate(a, b, X, P, t, C, C2, cyl)
     return s
 
 

@@ -1193,23 +1193,14 @@ def _cyl_candidates(ia, ib, X, P, thr, C, C2):
 
 
 @njit(cache=True)
-def pair_candidates(ia, ib, X, P, thr, C, C2, cyl=None):
-    """All contact candidates of pair (ia, ib) into C; returns their number (may exceed len(C)).
-
-    Edge/vertex contacts of sharp features (C2) count when the pair has no face contact, and
-    otherwise those deeper than every face contact by more than ``thr``: a face contact's boundary
-    would otherwise add spurious points with tilted normals (at about the face contacts' depth).
-
-    ``cyl``: None (the default) when no shape of the world is a cylinder, True otherwise.  numba
-    prunes the ``cyl is not None`` branch from the None-typed compile, so worlds without a cylinder
-    never compile the cylinder routines (about 2 s); with None a cylinder would be taken for its
-    prism (callers pass True for worlds with one: ``CollisionModel._cyl``).
-    """
+def _raw_candidates(ia, ib, X, P, thr, C, C2, cyl):
+    """Face contacts into C and sharp edge/vertex contacts into C2 of shapes ia, ib (see
+    :func:`pair_candidates`): (cnt, cnt2), either may exceed its buffer."""
     # every candidate joins points of the two shapes within thr (up to rounding): none for shapes
     # whose oriented boxes are further apart (the broad phase's world boxes of a finger beside a
     # mug meet, their own boxes need not)
     if _obb_apart(X[ia], P[P_LO][ia], P[P_HI][ia], X[ib], P[P_LO][ib], P[P_HI][ib], thr + CULL_EPS):
-        return 0
+        return 0, 0
     ka = P[P_KIND][ia]
     kb = P[P_KIND][ib]
     ra = ka == SPHERE or ka == CAPSULE
@@ -1235,6 +1226,23 @@ def pair_candidates(ia, ib, X, P, thr, C, C2, cyl=None):
                 cnt, cnt2, _ = _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, False, True)
             if near_ba:
                 cnt, cnt2, _ = _poly_pass(ib, ia, X, P, thr, C, cnt, C2, cnt2, True, True)
+    return cnt, cnt2
+
+
+@njit(cache=True)
+def pair_candidates(ia, ib, X, P, thr, C, C2, cyl=None):
+    """All contact candidates of pair (ia, ib) into C; returns their number (may exceed len(C)).
+
+    Edge/vertex contacts of sharp features (C2) count when the pair has no face contact, and
+    otherwise those deeper than every face contact by more than ``thr``: a face contact's boundary
+    would otherwise add spurious points with tilted normals (at about the face contacts' depth).
+
+    ``cyl``: None (the default) when no shape of the world is a cylinder, True otherwise.  numba
+    prunes the ``cyl is not None`` branch from the None-typed compile, so worlds without a cylinder
+    never compile the cylinder routines (about 2 s); with None a cylinder would be taken for its
+    prism (callers pass True for worlds with one: ``CollisionModel._cyl``).
+    """
+    cnt, cnt2 = _raw_candidates(ia, ib, X, P, thr, C, C2, cyl)
     if cnt == 0 and cnt2 > 0:
         if cnt2 > C2.shape[0] or cnt2 > C.shape[0]:
             return max(cnt2, C.shape[0] + 1)
@@ -1260,6 +1268,24 @@ def pair_candidates(ia, ib, X, P, thr, C, C2, cyl=None):
                 k += 1
         return k
     return cnt
+
+
+@njit(cache=True)
+def closest_candidate(ia, ib, X, P, thr, C, C2, cyl=None):
+    """Separation (m) of the closest contact candidate of shapes ia and ib within ``thr`` (inf:
+    none), over the face *and* every sharp edge/vertex candidate (:func:`pair_candidates` keeps only
+    those of the latter that face contacts do not stand for): whether a pair interpenetrates does
+    not jump when an edge candidate crosses that rule's line.  ``(sep, needed)``: ``needed`` > the
+    buffers' rows when they overflowed (then sep is meaningless: grow them and ask again)."""
+    cnt, cnt2 = _raw_candidates(ia, ib, X, P, thr, C, C2, cyl)
+    if cnt > C.shape[0] or cnt2 > C2.shape[0]:
+        return np.nan, max(cnt, cnt2)
+    s = np.inf
+    for i in range(cnt):
+        s = min(s, C[i, 9])
+    for i in range(cnt2):
+        s = min(s, C2[i, 9])
+    return s, max(cnt, cnt2)
 
 
 @njit(cache=True)

@@ -406,10 +406,13 @@ class CollisionModel:
     def _shape_penetrating(self, X, sa: int, sb: int, d: CollisionData) -> bool:
         """FCL collide, except a touching pair (closest candidate not deeper than pen_tol); containment."""
         if d.fcl.collide(sa, sb):
-            c = self._candidates(X, sa, sb, d)
-            if len(c) == 0:
-                return True
-            return bool(c[:, 9].min() < -self.pen_tol)
+            while True:     # edge/vertex candidates included: see kernels.closest_candidate
+                sep, k = K.closest_candidate(sa, sb, X, self._P, self.threshold, d.C, d.C2, self._cyl)
+                if k <= min(d.C.shape[0], d.C2.shape[0]):
+                    break
+                d.grow(k)
+            # colliding without a candidate within thr: deeper than the kernel's band looks
+            return bool(sep == math.inf or sep < -self.pen_tol)
         return self._contained(X, sa, sb)
 
     def _is_penetrating(self, X, i: int, j: int, d: CollisionData) -> bool:
