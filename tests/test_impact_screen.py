@@ -507,3 +507,35 @@ def test_the_overlap_test_sees_the_edge_overlaps_the_contact_list_leaves_out(tmp
                                                           model.threshold, model.data.C, model.data.C2, model._cyl)
     assert 1e-5 < worst < 5e-5
     assert -sep == pytest.approx(worst, abs=1e-6)
+
+
+def test_a_base_started_at_speed_lifts_what_rests_on_it(tmp_path):
+    """The platform under the cube starts rising at 10 cm/s at once: 0.25 mm per step, beyond the
+    contact band (0.1 mm).  A moving base is placed at t + h before the move; searched as if it
+    stood there, its first step put the platform 0.2 mm into the cube, where no contact is, and the
+    cube fell through it (2 cm below its place on the platform after 50 ms, free fall).  The
+    search moves the base within the step (from its pose at t, at a constant twist): the first step
+    is cut where they meet, and the cube rides up with the platform, 1 cm in 0.1 s."""
+    w = (f"world: ride\nunits: {{length: m, angle: deg}}\nrobots:\n"
+         f"  - {{name: platform, file: {MODELS}/platform.yaml, pose: {{xyz: [0.4, 0, 0.01]}}}}\n"
+         f"objects:\n  - {{name: rider, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [0.4, 0, 0.05005]}}}}\n"
+         f"obstacles:\n  - {{name: table, file: {ROOT}/objects/table.yaml}}\n")
+    (tmp_path / "ride.yaml").write_text(w)
+    sim = Simulator(graspsim.load_world(tmp_path / "ride.yaml"))
+    X0, v = sim.body_pose("platform/base").copy(), 0.1
+
+    def rise(t):
+        X = X0.copy()
+        X[2, 3] += v * t
+        return X, np.array([0, 0, v, 0, 0, 0])
+    sim.set_base_motion("platform", rise)
+    z0 = sim.body_pose("rider")[2, 3] - X0[2, 3]
+    first = sim.step()
+    # cut where the platform meets the cube: their separation (0.05 mm at the start) in (0, thr]
+    sep = 0.5e-4 - (sim.body_pose("platform/base")[2, 3] - X0[2, 3])
+    assert first.fraction < 1.0 and 0.0 < sep <= THR
+    while sim.time < 0.1:
+        sim.step()
+    assert sim.body_pose("platform/base")[2, 3] - X0[2, 3] == pytest.approx(v * sim.time, abs=1e-12)
+    gap = sim.body_pose("rider")[2, 3] - sim.body_pose("platform/base")[2, 3] - z0
+    assert abs(gap) <= THR

@@ -676,8 +676,9 @@ class Simulator:
                 return self._sleeping_step(s, h, timer)
         if self._bodies_asleep:                              # sleeping objects: changed in place?
             self._check_sleeping_bodies(s)
+        kin_from = [(b, self._data.X_static[b].copy()) for b in self._kinematic]    # moving bases at t
         V = self._kinematic_velocities(s.time + h)          # prescribed base motion, at t + h
-        mv = self._move(s, h)                                # 1-3: move; first contact / limit instant
+        mv = self._move(s, h, kin_from)                      # 1-3: move; first contact / limit instant
         if mv.V is not None:
             V = mv.V
         timer.mark("collision")
@@ -868,7 +869,7 @@ class Simulator:
                 and RK.all_finite(s.joint_q[None], s.lock[None], s.joint_q[None])):
             raise SimulationError(self._step_refusal(s, h))
 
-    def _move(self, s: SimState, h: float) -> "_Move":
+    def _move(self, s: SimState, h: float, kin_from=()) -> "_Move":
         """Steps 1-3: velocity-to-pose map, move the dynamic bodies with their current velocities
         (eq. 10-12), and cut the move at the first new contact or joint-limit crossing."""
         try:
@@ -876,7 +877,7 @@ class Simulator:
         except ZeroDivisionError:     # a zero quaternion put into the state in place
             raise SimulationError(self._step_refusal(s, h)) from None
         F = JointFrames(o, o_c, R, R_c, ax, pp)
-        frac, contacts = self._first_impact_fraction(s, c1, q1, h, X)
+        frac, contacts = self._first_impact_fraction(s, c1, q1, h, X, kin_from)
         if crossed:
             frac = min(frac, self._limit_fraction(s, h))
         # a cut step advances at least H_FLOOR; a step the caller asked to be shorter, by itself
@@ -1212,22 +1213,48 @@ class Simulator:
         cs = self._collision_model().contacts(X, pairs, max_region_points=self.max_region_points)
         return cs if len(cs) else None
 
-    def _first_impact_fraction(self, s: SimState, c1, q1, h, X1):
+    def _first_impact_fraction(self, s: SimState, c1, q1, h, X1, kin_from=()):
         """Step 3 (contacts): the largest fraction of the move with no new interpenetration, the
         first contact localised by bisection (:func:`graspsim.collision.impact.first_impact`).
 
         Returns ``(fraction, contacts at the trial pose or False)``: when the whole move is taken,
-        the contacts at the trial pose are step 4's result too.
+        the contacts at the trial pose are step 4's result too.  ``kin_from``: [(body, its pose at t)]
+        of the moving bases (already placed at t + h).
         """
         if not (self._collisions_on and len(self.table.collision_pairs)):
             return 1.0, None
-        # kinematic bases were placed at t + h before the move (_kinematic_velocities), so they stand
-        # still within it: zero velocity bounds their travel here (their rows of the buffer stay 0)
         vel = self._vel_buf
         vel[self._vel_rows] = s.v
-        move = lambda f: self._trial_move(s, f * h)[2]
-        return first_impact(self._collision_model(), self._poses(s.c, s.q), X1, vel, self._body_radius, h,
-                            move, self._find_contacts)
+        X0 = self._poses(s.c, s.q)
+        if not kin_from:
+            return first_impact(self._collision_model(), X0, X1, vel, self._body_radius, h,
+                                lambda f: self._trial_move(s, f * h)[2], self._find_contacts)
+        # moving bases: placed at t + h already (_kinematic_velocities); within the move they go
+        # there from their pose at t at a constant twist, so the search sees them move (a base that
+        # jumps further than the contact band in one step would else pass through what rests on it)
+        paths = []
+        for b, Xa in kin_from:
+            Xb = self._data.X_static[b]
+            cL = self._com_L_all[b]
+            ca, cb = Xa[:3, :3] @ cL + Xa[:3, 3], Xb[:3, :3] @ cL + Xb[:3, 3]
+            w = spatial.rotation_log(Xb[:3, :3] @ Xa[:3, :3].T)
+            vel[b, :3], vel[b, 3:] = (cb - ca) / h, w / h
+            X0[b] = Xa
+            paths.append((b, Xa[:3, :3], ca, cb - ca, w, cL))
+
+        def move(f):
+            X = self._trial_move(s, f * h)[2]
+            for b, Ra, ca, dc, w, cL in paths:
+                n = float(np.linalg.norm(w))
+                R = (spatial.rot_axis_angle(w / n, f * n) if n > 0 else np.eye(3)) @ Ra
+                X[b, :3, :3], X[b, :3, 3] = R, ca + f * dc - R @ cL
+            return X
+        try:
+            return first_impact(self._collision_model(), X0, X1, vel, self._body_radius, h, move,
+                                self._find_contacts)
+        finally:
+            for b, *_ in paths:
+                vel[b] = 0.0            # (the buffer's other rows: dynamic bodies, rewritten each step)
 
     @property
     def _body_radius(self) -> tuple[np.ndarray, np.ndarray]:
