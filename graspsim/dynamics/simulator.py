@@ -102,6 +102,7 @@ STALL_ADVANCE = 10.0
 
 #: step(): the controller's command is not asked for yet
 _LATER = object()
+_ZERO3 = np.zeros(3)
 
 
 def _takes_keyword(f: Callable, name: str) -> bool:
@@ -1237,7 +1238,8 @@ class Simulator:
             Xb = self._data.X_static[b]
             cL = self._com_L_all[b]
             ca, cb = Xa[:3, :3] @ cL + Xa[:3, 3], Xb[:3, :3] @ cL + Xb[:3, 3]
-            w = spatial.rotation_log(Xb[:3, :3] @ Xa[:3, :3].T)
+            # (a base lifted straight up keeps its rotation: no logarithm to take)
+            w = _ZERO3 if np.array_equal(Xa[:3, :3], Xb[:3, :3]) else spatial.rotation_log(Xb[:3, :3] @ Xa[:3, :3].T)
             vel[b, :3], vel[b, 3:] = (cb - ca) / h, w / h
             X0[b] = Xa
             paths.append((b, Xa[:3, :3], ca, cb - ca, w, cL))
