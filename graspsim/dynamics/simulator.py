@@ -538,7 +538,9 @@ class Simulator:
         twist (6,) = [linear velocity of the base frame origin; angular velocity], W)``.
 
         The base stays a static (infinitely heavy) body, but contacts and joints see its velocity.
-        ``None`` stops the motion (the base stays where it is).  Each step checks what ``motion``
+        Within a step the impact search moves it from its pose at t to ``motion(t + h)`` at a
+        constant twist, and a step cut at a first contact ends with it at ``motion`` of the cut's
+        time.  ``None`` stops the motion (the base stays where it is).  Each step checks what ``motion``
         returns: a pose that is not finite and rigid or a twist that is not 6 finite numbers raises
         ValueError naming the robot and the time, before anything moves.
         """
