@@ -435,6 +435,28 @@ def test_an_overlap_that_appears_within_a_millionth_of_the_move_is_not_cut_to_na
     assert 0.0 < float(model.pair_separations(smooth(f), [(ci, bi)])[0]) <= THR
 
 
+def _ride(tmp_path, motion, faller: bool):
+    """A 6 cm cube (``rider``) on a platform (a one-link robot's base) that rises by ``motion(t)``
+    (m) from t = 0, optionally a second cube (``faller``) dropped beside it onto the table.
+    Returns (simulator, the platform's pose at t = 0, the rider's height above it)."""
+    extra = f"  - {{name: faller, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [0, 0, 0.08]}}}}\n" if faller else ""
+    w = (f"world: ride\nunits: {{length: m, angle: deg}}\nrobots:\n"
+         f"  - {{name: platform, file: {MODELS}/platform.yaml, pose: {{xyz: [0.4, 0, 0.01]}}}}\n"
+         f"objects:\n  - {{name: rider, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [0.4, 0, 0.05005]}}}}\n"
+         + extra + f"obstacles:\n  - {{name: table, file: {ROOT}/objects/table.yaml}}\n")
+    (tmp_path / "ride.yaml").write_text(w)
+    sim = Simulator(graspsim.load_world(tmp_path / "ride.yaml"))
+    X0 = sim.body_pose("platform/base").copy()
+
+    def rise(t):
+        X = X0.copy()
+        z, vz = motion(t)
+        X[2, 3] += z
+        return X, np.array([0, 0, vz, 0, 0, 0])
+    sim.set_base_motion("platform", rise)
+    return sim, X0, sim.body_pose("rider")[2, 3] - X0[2, 3]
+
+
 def test_a_cut_step_leaves_moving_bases_where_the_clock_is(tmp_path):
     """A platform (a one-link robot's base) rises from rest at 0.5 m/s^2 with a cube on it while a
     second cube lands on the table, and its impact cuts a step.  The moving base is placed at t + h
@@ -444,26 +466,15 @@ def test_a_cut_step_leaves_moving_bases_where_the_clock_is(tmp_path):
     the end of every step and every step was cut (1,056 cut steps in one batch trial; 48 now).
     Now after every step, cut or not, the base is where its motion puts it at the simulation's
     time, and the cube rides on it."""
-    w = (f"world: ride\nunits: {{length: m, angle: deg}}\nrobots:\n"
-         f"  - {{name: platform, file: {MODELS}/platform.yaml, pose: {{xyz: [0.4, 0, 0.01]}}}}\n"
-         f"objects:\n  - {{name: rider, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [0.4, 0, 0.05005]}}}}\n"
-         f"  - {{name: faller, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [0, 0, 0.08]}}}}\n"
-         f"obstacles:\n  - {{name: table, file: {ROOT}/objects/table.yaml}}\n")
-    (tmp_path / "ride.yaml").write_text(w)
-    sim = Simulator(graspsim.load_world(tmp_path / "ride.yaml"))
-    X0, acc = sim.body_pose("platform/base").copy(), 0.5
-
-    def rise(t):
-        X = X0.copy()
-        X[2, 3] += 0.5 * acc * t * t
-        return X, np.array([0, 0, acc * t, 0, 0, 0])
-    sim.set_base_motion("platform", rise)
-    z0 = sim.body_pose("rider")[2, 3] - X0[2, 3]
+    acc = 0.5
+    sim, X0, z0 = _ride(tmp_path, lambda t: (0.5 * acc * t * t, acc * t), faller=True)
     cuts = 0
     while sim.time < 0.3:
         info = sim.step()
         cuts += info.fraction < 1.0
-        assert np.array_equal(sim.body_pose("platform/base"), rise(sim.time)[0])
+        X = X0.copy()
+        X[2, 3] += 0.5 * acc * sim.time ** 2
+        assert np.array_equal(sim.body_pose("platform/base"), X)
     assert cuts >= 1                                        # the landing (at 0.10 s)
     gap = sim.body_pose("rider")[2, 3] - sim.body_pose("platform/base")[2, 3] - z0
     assert abs(gap) <= THR                                  # riding on it, 2.2 cm up
@@ -516,20 +527,8 @@ def test_a_base_started_at_speed_lifts_what_rests_on_it(tmp_path):
     cube fell through it (2 cm below its place on the platform after 50 ms, free fall).  The
     search moves the base within the step (from its pose at t, at a constant twist): the first step
     is cut where they meet, and the cube rides up with the platform, 1 cm in 0.1 s."""
-    w = (f"world: ride\nunits: {{length: m, angle: deg}}\nrobots:\n"
-         f"  - {{name: platform, file: {MODELS}/platform.yaml, pose: {{xyz: [0.4, 0, 0.01]}}}}\n"
-         f"objects:\n  - {{name: rider, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [0.4, 0, 0.05005]}}}}\n"
-         f"obstacles:\n  - {{name: table, file: {ROOT}/objects/table.yaml}}\n")
-    (tmp_path / "ride.yaml").write_text(w)
-    sim = Simulator(graspsim.load_world(tmp_path / "ride.yaml"))
-    X0, v = sim.body_pose("platform/base").copy(), 0.1
-
-    def rise(t):
-        X = X0.copy()
-        X[2, 3] += v * t
-        return X, np.array([0, 0, v, 0, 0, 0])
-    sim.set_base_motion("platform", rise)
-    z0 = sim.body_pose("rider")[2, 3] - X0[2, 3]
+    v = 0.1
+    sim, X0, z0 = _ride(tmp_path, lambda t: (v * t, v), faller=False)
     first = sim.step()
     # cut where the platform meets the cube: their separation (0.05 mm at the start) in (0, thr]
     sep = 0.5e-4 - (sim.body_pose("platform/base")[2, 3] - X0[2, 3])
