@@ -371,6 +371,11 @@ def test_interrupt_and_kill_then_resume_gives_the_uninterrupted_table(tmp_path):
     cfg_file.write_text(yaml.safe_dump(KILL))
     db = _db(tmp_path, "killed")
     total = len(generate_candidates(load_config(KILL), _geometries(load_config(KILL))))
+    # the uninterrupted run first: it also compiles every kernel these candidates need (a Ctrl-C
+    # that reached the runner while numba compiled, with a fresh cache in CI, was not seen until
+    # the run had finished: exit 0)
+    ref_db = _db(tmp_path, "uninterrupted")
+    run_batch(KILL, ref_db, progress="off")
     # 1. Ctrl-C (SIGINT): a clean stop, exit code 130, a hint to resume
     p = _start(cfg_file, db)
     _wait_rows(p, db, 4)
@@ -396,8 +401,6 @@ def test_interrupt_and_kill_then_resume_gives_the_uninterrupted_table(tmp_path):
     assert res.skipped == n2 and res.evaluated == total - n2
     rows = read_results(db, timings=False)
     assert [r["id"] for r in rows] == list(range(total))      # none lost, none twice
-    ref_db = _db(tmp_path, "uninterrupted")
-    run_batch(KILL, ref_db, progress="off")
     _same(read_results(ref_db, timings=False), rows)
     with sqlite3.connect(db) as con:
         sessions = [r[0] for r in con.execute("SELECT status FROM sessions ORDER BY session")]
