@@ -143,18 +143,9 @@ class KernelPairView(PairView):
         self.T = dict(zip(pairs, T))
 
     def _min_sep(self, X, pair) -> float:
-        from . import kernels as K
-
         m = self.model
-        C, C2 = m.data.C, m.data.C2
         # the pairs are bodies with one shape each (first_impact asks FCL for the others)
-        sa, sb = int(m._bstart[pair[0]]), int(m._bstart[pair[1]])
-        while True:     # edge/vertex candidates included: see kernels.closest_candidate
-            sep, k = K.closest_candidate(sa, sb, X, m._P, self.T[pair], C, C2, m._cyl)
-            if k <= min(C.shape[0], C2.shape[0]):
-                break
-            C, C2 = np.empty((2 * k, 10)), np.empty((2 * k, 10))
-        return float(sep)
+        return m._closest(X, int(m._bstart[pair[0]]), int(m._bstart[pair[1]]), self.T[pair], m.data)
 
     def penetrating(self, poses, pairs=None):
         X = self.model.shape_poses(poses)

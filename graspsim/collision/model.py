@@ -313,6 +313,16 @@ class CollisionModel:
         return _contact_set((ab[0], ab[1], v[0], v[1], d.O_s[:k].copy(), v[4], v[5], v[2], v[3], ab[2], ab[3]),
                             self.table.names)
 
+    def _closest(self, X, sa: int, sb: int, thr: float, d: CollisionData) -> float:
+        """Separation (m) of the closest contact candidate of *shapes* sa, sb within ``thr`` (inf:
+        none), edge/vertex candidates included (:func:`.kernels.closest_candidate`): whether a pair
+        overlaps does not depend on which candidates the contact list keeps."""
+        while True:
+            sep, k = K.closest_candidate(sa, sb, X, self._P, thr, d.C, d.C2, self._cyl)
+            if k <= min(d.C.shape[0], d.C2.shape[0]):
+                return float(sep)
+            d.grow(k)
+
     def _candidates(self, X, sa: int, sb: int, d: CollisionData) -> np.ndarray:
         """Raw contact candidates (m, 10) of one *shape* pair (see kernels); a view of d.C."""
         while True:
@@ -406,11 +416,7 @@ class CollisionModel:
     def _shape_penetrating(self, X, sa: int, sb: int, d: CollisionData) -> bool:
         """FCL collide, except a touching pair (closest candidate not deeper than pen_tol); containment."""
         if d.fcl.collide(sa, sb):
-            while True:     # edge/vertex candidates included: see kernels.closest_candidate
-                sep, k = K.closest_candidate(sa, sb, X, self._P, self.threshold, d.C, d.C2, self._cyl)
-                if k <= min(d.C.shape[0], d.C2.shape[0]):
-                    break
-                d.grow(k)
+            sep = self._closest(X, sa, sb, self.threshold, d)
             # colliding without a candidate within thr: deeper than the kernel's band looks
             return bool(sep == math.inf or sep < -self.pen_tol)
         return self._contained(X, sa, sb)
