@@ -42,6 +42,7 @@ GROUPS = {
     "collision/kernels.py": "collision",
     "collision/primitives.py": "collision",
     "collision/_impact_kernel.py": "collision",
+    "collision/_intersect_kernel.py": "collision",
     "collision/_simplify_kernel.py": "simplify",
     "dynamics/_rows_kernel.py": "rows",
     "dynamics/_island_kernel.py": "island",

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import kernels as K
+from . import _intersect_kernel as IX
 from ._simplify_kernel import REGION_COS_TOL, limit_regions_in_place
 from .pool import CYLINDER, NONE, GeometryPool
 
@@ -146,6 +147,7 @@ class CollisionData:
         self.C2 = np.empty((512, 10))      # its sharp-feature candidates
         self.C3 = np.empty((512, 10))      # a multi-shape body pair's gathered candidates
         self.RS = np.empty((512, 2), np.int64)   # the shapes of each candidate row
+        self.MP = np.empty((64, 4), np.int64)    # meeting shape pairs (_intersect_kernel.meeting_pairs)
         self.out(256)
         self._shapes = model.table.shape_list
         self._fcl = None
@@ -421,20 +423,38 @@ class CollisionModel:
             return bool(sep == math.inf or sep < -self.pen_tol)
         return self._contained(X, sa, sb)
 
-    def _is_penetrating(self, X, i: int, j: int, d: CollisionData) -> bool:
-        if self._one_to_one:
-            return self._shape_penetrating(X, i, j, d)
-        return any(self._shape_penetrating(X, sa, sb, d) for sa in self.shapes_of(i) for sb in self.shapes_of(j))
-
     def penetrating(self, poses: np.ndarray, pairs=None, *, data: CollisionData | None = None) -> list:
-        """Body pairs (i, j) that interpenetrate by more than ``pen_tol`` (touching pairs are not listed)."""
+        """Body pairs (i, j) that interpenetrate by more than ``pen_tol`` (touching pairs are not listed).
+
+        Which shape pairs meet is compiled (:mod:`._intersect_kernel`, FCL's collide semantics; FCL
+        itself for a cylinder); a pair that meets interpenetrates when its closest contact
+        candidate is deeper than ``pen_tol`` or it has none within the threshold (deeper than the
+        contact kernel's band), one whose bounds nest when a surface point of one is inside the
+        other."""
         d = self.data if data is None else data
         X = self.shape_poses(poses)
-        cand = self.candidate_pairs(poses, 0.0, pairs)
-        if len(cand) == 0:
-            return []
-        self._place(X, np.unique(cand), d)
-        return [(i, j) for i, j in cand.tolist() if self._is_penetrating(X, i, j, d)]
+        pr = self._pairs(pairs)
+        while True:
+            k = IX.meeting_pairs(X, pr, self._bstart, self._bcount, self._P, self._svalid, d.MP)
+            if k <= d.MP.shape[0]:
+                break
+            d.MP = np.empty((2 * k, 4), np.int64)
+        hit = []
+        for p, sa, sb, ans in d.MP[:k].tolist():
+            if hit and hit[-1] == p:
+                continue                    # (rows come pair by pair: this pair is decided)
+            if ans == IX.MEET:
+                sep = self._closest(X, sa, sb, self.threshold, d)
+                pen = sep == math.inf or sep < -self.pen_tol
+            elif ans == IX.NESTED:
+                pen = self._contained(X, sa, sb)
+            else:                           # a cylinder: FCL's exact one
+                d.fcl.set_pose(sa, X[sa])
+                d.fcl.set_pose(sb, X[sb])
+                pen = self._shape_penetrating(X, sa, sb, d)
+            if pen:
+                hit.append(p)
+        return [tuple(pr[p].tolist()) for p in hit]
 
     def separations(self, poses: np.ndarray, pairs=None, *, margin: float = 0.01,
                     data: CollisionData | None = None):

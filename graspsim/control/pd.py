@@ -131,7 +131,8 @@ class PDController:
         (sampling both at t would make the arm trail its path by two steps).
         """
         nd = len(sim.ds)
-        if self.feedforward is None:
+        kp, kd, effort = self.kp, self.kd, self.effort
+        if self.feedforward is None and _plain(kp, nd) and _plain(kd, nd) and _plain(effort, nd):
             # the references in one compiled call (the same numbers as the Python loop below),
             # from arrays rebuilt whenever a trajectory object is replaced (they are immutable)
             # the dict's values in robot order are the cached trajectories (the usual case: one
@@ -141,8 +142,9 @@ class PDController:
             if got is None or len(trs) != len(got[0]) or not all(map(operator.is_, got[0], trs.values())):
                 trajs = tuple(trs[ri] for ri in range(len(sim.ds.robot_slices)))
                 got = self.__dict__["_refs"] = (trajs, _reference_arrays(trajs, sim.ds))
-            q_ref, qd_ref = _pd_references(sim.time, sim.dt, *got[1])
-            return DriveCommand(q_ref, qd_ref, self.kp, self.kd, np.zeros(nd), self.effort)
+            return DriveCommand.from_rows(*_pd_command(sim.time, sim.dt, kp, kd, effort, got[1]))
+        # (a feedforward, or gains replaced by something else than (nd,) float arrays, which the
+        # simulator's check of the command then names)
         q_ref, qd_ref, tau = np.zeros(nd), np.zeros(nd), np.zeros(nd)
         h = sim.dt
         for ri, sl in enumerate(sim.ds.robot_slices):
@@ -157,7 +159,7 @@ class PDController:
 
 class CompiledPD:
     """A frozen copy of a :class:`PDController` (its trajectories, gains and limits at the time of
-    :meth:`PDController.compiled`) whose command is one compiled call (``_rows_kernel.pd_references``):
+    :meth:`PDController.compiled`) whose command is one compiled call (``_rows_kernel.pd_command``):
     the controller of :meth:`graspsim.Simulator.rollout`.  It gives the same commands as the
     PDController it was made from, as long as that one is not changed (no feedforward)."""
 
@@ -168,16 +170,22 @@ class CompiledPD:
         ds = pd.sim.ds
         self._refs = _reference_arrays([pd.trajectories[ri] for ri in range(len(ds.robot_slices))], ds)
         self.kp, self.kd, self.effort = pd.kp.copy(), pd.kd.copy(), pd.effort.copy()
-        self._zero = np.zeros(len(ds))
 
     def command(self, sim) -> DriveCommand:
         """The drive command for the coming step (as PDController.command)."""
-        q, qd = _pd_references(sim.time, sim.dt, *self._refs)
-        return DriveCommand(q, qd, self.kp, self.kd, self._zero, self.effort)
+        return DriveCommand.from_rows(*_pd_command(sim.time, sim.dt, self.kp, self.kd, self.effort, self._refs))
+
+
+_F64 = np.dtype(np.float64)      # (a singleton: an identity test)
+
+
+def _plain(a, n: int) -> bool:
+    """Is ``a`` a float64 (n,) array (what the compiled command takes as it is)?"""
+    return type(a) is np.ndarray and a.dtype is _F64 and a.shape == (n,)
 
 
 def _reference_arrays(trajs, ds) -> tuple:
-    """The arrays ``_rows_kernel.pd_references`` evaluates the trajectories ``trajs`` (one per
+    """The arrays ``_rows_kernel.pd_command`` evaluates the trajectories ``trajs`` (one per
     robot, in order) from: (kind, t0, dur, q0, q1, off, s_off, s_t, s_q)."""
     nd = len(ds)
     kind = np.array([0 if t.samples_t is None else 1 for t in trajs], np.int64)
@@ -203,11 +211,12 @@ def _reference_arrays(trajs, ds) -> tuple:
 _RK = None
 
 
-def _pd_references(t: float, h: float, *arrays):
-    """q_ref, qd_ref (nd,) for the step from ``t`` (``_rows_kernel`` imported on first use: numba
-    is not an import of ``graspsim.control``)."""
+def _pd_command(t: float, h: float, kp, kd, effort, arrays: tuple):
+    """``_rows_kernel.pd_command``: the (6, nd) command rows for the step from ``t`` and whether they
+    pass the simulator's check (``_rows_kernel`` imported on first use: numba is not an import of
+    ``graspsim.control``)."""
     global _RK
     if _RK is None:
         from ..dynamics import _rows_kernel
         _RK = _rows_kernel
-    return _RK.pd_references(t, h, *arrays)
+    return _RK.pd_command(t, h, kp, kd, effort, *arrays)

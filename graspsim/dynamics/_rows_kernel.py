@@ -902,13 +902,25 @@ def _traj_at(r, t, kind, t0, dur, q0, q1, off, s_off, s_t, s_q, q, qd, want_q):
 
 
 @njit(cache=True)
-def pd_references(t, h, kind, t0, dur, q0, q1, off, s_off, s_t, s_q):
-    """The PD controller's references for the step from ``t`` (see PDController.command): q_ref at
-    t + 2h, qd_ref at t + 1.5h, every robot's trajectory.  Returns (q_ref, qd_ref) (nd,)."""
+def pd_command(t, h, kp, kd, effort, kind, t0, dur, q0, q1, off, s_off, s_t, s_q):
+    """The PD controller's command for the step from ``t`` (see PDController.command) as the (6, nd)
+    rows of ``checks.command_array`` (q_ref at t + 2h, qd_ref at t + 1.5h, every robot's trajectory;
+    no feed-forward; the gains and effort limits given), and whether it passes that function's
+    check (rows 0-4 finite, kp, kd, effort >= 0; a NaN fails).  One call: no stacking per step."""
     nd = q0.shape[0]
-    q = np.zeros(nd)
-    qd = np.zeros(nd)
+    A = np.zeros((6, nd))
+    q = A[0]
+    qd = A[1]
     for r in range(kind.shape[0]):
         _traj_at(r, t + 2 * h, kind, t0, dur, q0, q1, off, s_off, s_t, s_q, q, qd, True)
         _traj_at(r, t + 1.5 * h, kind, t0, dur, q0, q1, off, s_off, s_t, s_q, q, qd, False)
-    return q, qd
+    ok = True
+    for d in range(nd):
+        A[3, d] = kp[d]
+        A[4, d] = kd[d]
+        A[5, d] = effort[d]
+        for i in range(5):
+            ok = ok and np.isfinite(A[i, d])
+        for i in range(3, 6):
+            ok = ok and A[i, d] >= 0.0
+    return A, ok

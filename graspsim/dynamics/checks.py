@@ -70,6 +70,14 @@ def command_array(cmd, dof_names: tuple) -> np.ndarray:
     naming the field and DOF unless q_ref, qd_ref, tau_ff, kp, kd are finite and kp, kd, effort
     >= 0 (effort may be inf).  One stacked array: a few numpy calls per step, not one per field."""
     nd = len(dof_names)
+    pre = getattr(cmd, "_rows", None)       # DriveCommand.from_rows: stacked and checked already
+    if pre is not None:
+        (a, b, c, d, e, f), A, ok = pre
+        if (cmd.q_ref is a and cmd.qd_ref is b and cmd.tau_ff is c and cmd.kp is d and cmd.kd is e
+                and cmd.effort is f and A.shape == (6, nd)):
+            if not ok:
+                _command_problem(cmd, dof_names)
+            return A
     try:
         A = np.array((cmd.q_ref, cmd.qd_ref, cmd.tau_ff, cmd.kp, cmd.kd, cmd.effort), dtype=np.float64)
     except (AttributeError, TypeError, ValueError):

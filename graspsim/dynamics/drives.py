@@ -27,6 +27,17 @@ class DriveCommand:
     effort: np.ndarray    # (nd,) |tau| limit
 
     @classmethod
+    def from_rows(cls, A: np.ndarray, ok: bool) -> "DriveCommand":
+        """The command whose fields are the rows of ``A`` (6, nd) in ``checks.CMD_FIELDS`` order
+        (q_ref, qd_ref, tau_ff, kp, kd, effort), already checked (``ok``: whether they pass
+        ``checks.command_array``): the simulator then takes ``A`` as it is, unless a field was
+        replaced since."""
+        rows = (A[0], A[1], A[2], A[3], A[4], A[5])
+        cmd = cls(rows[0], rows[1], rows[3], rows[4], rows[2], rows[5])
+        cmd._rows = (rows, A, ok)
+        return cmd
+
+    @classmethod
     def torques(cls, tau: np.ndarray, effort: np.ndarray | None = None) -> "DriveCommand":
         """Pure torque control (no PD)."""
         tau = np.asarray(tau, dtype=float)
