@@ -178,15 +178,18 @@ def _box_box(ia, ib, X, P):
 @njit(cache=True)
 def _tris_meet(a1, b1, c1, n1, a2, b2, c2, n2):
     """Do two triangles (one frame) meet: an edge of one within 1e-12 m of the other?"""
-    for k in range(3):
-        p = a1 if k == 0 else (b1 if k == 1 else c1)
-        q = b1 if k == 0 else (c1 if k == 1 else a1)
-        _, _, _, d2, _ = closest_seg_tri(p, q, a2, b2, c2, n2)
-        if d2 <= TOUCH2:
-            return True
-        p = a2 if k == 0 else (b2 if k == 1 else c2)
-        q = b2 if k == 0 else (c2 if k == 1 else a2)
-        _, _, _, d2, _ = closest_seg_tri(p, q, a1, b1, c1, n1)
+    for k in range(6):
+        # (one call site: numba's callee is compiled into this function once)
+        e = k % 3
+        if k < 3:
+            p = a1 if e == 0 else (b1 if e == 1 else c1)
+            q = b1 if e == 0 else (c1 if e == 1 else a1)
+            ta, tb, tc, tn = a2, b2, c2, n2
+        else:
+            p = a2 if e == 0 else (b2 if e == 1 else c2)
+            q = b2 if e == 0 else (c2 if e == 1 else a2)
+            ta, tb, tc, tn = a1, b1, c1, n1
+        _, _, _, d2, _ = closest_seg_tri(p, q, ta, tb, tc, tn)
         if d2 <= TOUCH2:
             return True
     return False
