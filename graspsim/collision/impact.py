@@ -160,7 +160,8 @@ def first_impact(model, X0: np.ndarray, X1: np.ndarray, vel: np.ndarray, extents
         if frac < 1.0:
             return frac, False
     cs = find_contacts(X1)
-    if cs is not None and len(cs) and cs.separation.min() < -model.pen_tol:
+    # (a Python min over the few separations: cheaper than numpy's reduction on a small array)
+    if cs is not None and len(cs) and min(cs.separation.tolist()) < -model.pen_tol:
         # a shallow overlap (any pair's is shallower than thr now): a new one is localised too
         deep = cs.separation < -model.pen_tol
         shallow = np.unique(np.stack([cs.body_a[deep], cs.body_b[deep]], 1), axis=0)

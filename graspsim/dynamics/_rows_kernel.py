@@ -271,15 +271,17 @@ def place(X_static, table_index, c, q, com_L):
 
 @njit(cache=True)
 def trial_move(c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis_J, perp_J, kind, prev,
-               cand, lo, hi, tol):
+               cand, lo, hi, tol, start):
     """Steps 1-2 and what step 3 asks of the trial pose, in one call: :func:`integrate` over ``h``,
     :func:`place`, :func:`joint_frames_values` (revolute values unwrapped against ``prev``) and
-    :func:`limit_crossed`.  Returns (c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed)."""
+    :func:`limit_crossed`; with ``start``, also the poses before the move (the impact screen's).
+    Returns (c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed, X0) (X0 (0, 4, 4) without ``start``)."""
     c1, q1 = integrate(c, q, v, h)
     X = place(X_static, table_index, c1, q1, com_L)
     o, o_c, R, R_c, ax, pp, jq = joint_frames_values(X, parent, child, X_PJ, X_CJ, axis_J, perp_J, kind, prev, True)
     crossed = limit_crossed(cand, lo, hi, tol, prev, jq)
-    return c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed
+    X0 = place(X_static, table_index, c, q, com_L) if start else np.empty((0, 4, 4))
+    return c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed, X0
 
 
 @njit(cache=True)

@@ -876,11 +876,11 @@ class Simulator:
         """Steps 1-3: velocity-to-pose map, move the dynamic bodies with their current velocities
         (eq. 10-12), and cut the move at the first new contact or joint-limit crossing."""
         try:
-            c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed = self._trial_move(s, h)
+            c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed, X0 = self._trial_move(s, h, True)
         except ZeroDivisionError:     # a zero quaternion put into the state in place
             raise SimulationError(self._step_refusal(s, h)) from None
         F = JointFrames(o, o_c, R, R_c, ax, pp)
-        frac, contacts = self._first_impact_fraction(s, c1, q1, h, X, kin_from)
+        frac, contacts = self._first_impact_fraction(s, c1, q1, h, X, kin_from, X0)
         if crossed:
             frac = min(frac, self._limit_fraction(s, h))
         # a cut step advances at least H_FLOOR; a step the caller asked to be shorter, by itself
@@ -892,20 +892,21 @@ class Simulator:
                 # are they (left ahead, the next step would move them by h_step while the bodies
                 # move by h: a finger on a lifted palm then overlaps it anew every step)
                 V = self._kinematic_velocities(s.time + h_step)
-            c1, q1, X, o, o_c, R, R_c, ax, pp, jq, _ = self._trial_move(s, frac * h)
+            c1, q1, X, o, o_c, R, R_c, ax, pp, jq, _, _ = self._trial_move(s, frac * h)
             F = JointFrames(o, o_c, R, R_c, ax, pp)
             contacts = False
         return _Move(c1, q1, X, F, jq, frac, h_step, contacts, V)
 
-    def _trial_move(self, s: SimState, h: float) -> tuple:
+    def _trial_move(self, s: SimState, h: float, start: bool = False) -> tuple:
         """Poses, joint frames and values after moving with the current velocities for ``h`` s
         (``_rows_kernel.trial_move``: eq. 10-12, then the joints): (c1, q1, X, o, o_c, R, R_c, ax,
-        pp, jq, crossed).  The shortened moves of the impact and limit searches use it too, so a
-        first run compiles one kernel for all of them."""
+        pp, jq, crossed, X0), X0 the poses at the start with ``start`` (else empty).  The shortened
+        moves of the impact and limit searches use it too, so a first run compiles one kernel for
+        all of them."""
         st, js = self._structure(s.broken), self.js
         return RK.trial_move(s.c, s.q, s.v, h, self._data.X_static, self.bodies.table_index, self.bodies.com_L,
                              js.parent, js.child, js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind, s.joint_q,
-                             st.limit_cand, st.lim_lo, st.lim_hi, st.lim_tol)
+                             st.limit_cand, st.lim_lo, st.lim_hi, st.lim_tol, start)
 
     def _assemble(self, s: SimState, mv: "_Move", cmd, V, h: float) -> "_Assembly":
         """Steps 5-8 and every constraint row in one compiled call (``_rows_kernel.assemble``):
@@ -1133,10 +1134,11 @@ class Simulator:
 
     def _structure(self, broken: np.ndarray):
         """Index arrays that depend only on which DOFs have broken away (cached per pattern)."""
-        key = np.asarray(broken, dtype=bool).tobytes()
+        key = (broken if type(broken) is np.ndarray and broken.dtype == bool else np.asarray(broken, bool)).tobytes()
         cache = self.__dict__.setdefault("_structure_cache", {})
-        if key in cache:
-            return cache[key]
+        got = cache.get(key)
+        if got is not None:
+            return got
         ds, js = self.ds, self.js
         nd, nj = len(ds), len(js)
         maxj = max([len(j) for j in ds.joints] + [1])
@@ -1216,19 +1218,21 @@ class Simulator:
         cs = self._collision_model().contacts(X, pairs, max_region_points=self.max_region_points)
         return cs if len(cs) else None
 
-    def _first_impact_fraction(self, s: SimState, c1, q1, h, X1, kin_from=()):
+    def _first_impact_fraction(self, s: SimState, c1, q1, h, X1, kin_from=(), X0=None):
         """Step 3 (contacts): the largest fraction of the move with no new interpenetration, the
         first contact localised by bisection (:func:`graspsim.collision.impact.first_impact`).
 
         Returns ``(fraction, contacts at the trial pose or False)``: when the whole move is taken,
         the contacts at the trial pose are step 4's result too.  ``kin_from``: [(body, its pose at t)]
-        of the moving bases (already placed at t + h).
+        of the moving bases (already placed at t + h); ``X0`` the poses at t when known (else computed;
+        a moving base's is then replaced in a copy).
         """
         if not (self._collisions_on and len(self.table.collision_pairs)):
             return 1.0, None
         vel = self._vel_buf
         vel[self._vel_rows] = s.v
-        X0 = self._poses(s.c, s.q)
+        if X0 is None or len(X0) == 0:
+            X0 = self._poses(s.c, s.q)
         if not kin_from:
             return first_impact(self._collision_model(), X0, X1, vel, self._body_radius, h,
                                 lambda f: self._trial_move(s, f * h)[2], self._find_contacts)
