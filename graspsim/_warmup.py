@@ -42,7 +42,7 @@ GROUPS = {
     "collision/kernels.py": "collision",
     "collision/primitives.py": "collision",
     "collision/_impact_kernel.py": "collision",
-    "collision/_intersect_kernel.py": "collision",
+    "collision/_intersect_kernel.py": "intersect",
     "collision/_simplify_kernel.py": "simplify",
     "dynamics/_rows_kernel.py": "rows",
     "dynamics/_island_kernel.py": "island",
@@ -62,7 +62,13 @@ GROUPS = {
 # Again (load 0.6, public kernels linked through helper twins, 159 kernels): main 28.2 s of compile
 # CPU (collision 15.2, rows 11.7, polygon reduction 1.3) + 1.9 s, helper 23.2 s (island 15.3, hull
 # 7.9) + 1 s: the polygon reduction moves to the helper (first, as the main process needs it at ~16 s).
-HELPER_GROUPS = ("simplify", "island", "hull")
+# 2026-11-26: the compiled overlap test (intersect, ~4 s) to the helper, last: the main process
+# first needs it at the first impact search of the simulation (the world checks at load use FCL).
+HELPER_GROUPS = ("simplify", "island", "hull", "intersect")
+#: groups whose kernels call helpers of other groups: compiling them also holds those groups' locks
+#: (taken first, always in this order: no two processes wait on each other), so that no helper of
+#: another group is compiled by two processes at once
+DEPENDS = {"intersect": ("collision",)}
 ENV = "GRASPSIM_WARMUP"                 # "0": no helper; or the groups it compiles, comma-separated
 MANIFEST_ENV = "GRASPSIM_KERNEL_MANIFEST"
 LOCK_WAIT = 600.0                       # s, longest wait for another process's compile of a group
@@ -152,12 +158,16 @@ def _release(group: str) -> None:
 
 @contextmanager
 def group_lock(group: str):
-    """Hold ``group``'s inter-process compile lock (re-entrant within this process)."""
-    _acquire(group)
+    """Hold ``group``'s inter-process compile lock, and first those of the groups it depends on
+    (:data:`DEPENDS`; re-entrant within this process)."""
+    held = (*DEPENDS.get(group, ()), group)
+    for g in held:
+        _acquire(g)
     try:
         yield
     finally:
-        _release(group)
+        for g in reversed(held):
+            _release(g)
 
 
 @contextmanager

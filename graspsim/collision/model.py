@@ -538,10 +538,32 @@ class CollisionModel:
         return max(0.0, -self._sdf_min(X, i, j, near)[0], -self._sdf_min(X, j, i, near)[0])
 
     def interpenetrations(self, poses: np.ndarray, pairs=None) -> list:
-        """[(i, j, depth m)] for every pair that interpenetrates (see :meth:`penetrating`)."""
+        """[(i, j, depth m)] for every pair that interpenetrates (see :meth:`penetrating`).  Through
+        FCL's collide (:meth:`_penetrating_fcl`): this is the check of a world as it is loaded or a
+        simulator built, which then does not wait for the compiled test's first compile (the warm-up
+        helper compiles it meanwhile)."""
         out = []
-        for i, j in self.penetrating(poses, pairs):
+        for i, j in self._penetrating_fcl(poses, pairs):
             out.append((i, j, self.penetration_depth(i, j, poses)))
+        return out
+
+    def _penetrating_fcl(self, poses: np.ndarray, pairs=None, data: CollisionData | None = None) -> list:
+        """:meth:`penetrating` with FCL's collide in place of the compiled "do they meet" (the same
+        answers but where FCL's own tolerance, ~5e-7 m at a capsule's edge, decides)."""
+        d = self.data if data is None else data
+        X = self.shape_poses(poses)
+        out = []
+        for i, j in self.candidate_pairs(poses, 0.0, pairs).tolist():
+            for sa in self.shapes_of(i):
+                for sb in self.shapes_of(j):
+                    d.fcl.set_pose(sa, X[sa])
+                    d.fcl.set_pose(sb, X[sb])
+                    if self._shape_penetrating(X, sa, sb, d):
+                        break
+                else:
+                    continue
+                out.append((i, j))
+                break
         return out
 
     def names(self, i: int) -> str:
