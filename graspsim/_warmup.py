@@ -50,6 +50,7 @@ GROUPS = {
     "lcp/_bpp.py": "island",
     "grasp/_hull.py": "hull",
     "rigidbody/_kernels.py": "rigidbody",
+    "_kinematics_kernel.py": "kinematics",
 }
 # What the helper compiles, in this order.  Balance measured with bench_first_run --trace
 # (2026-11-25, load 4.7, helpers linked only): main process 32 s of compile CPU (collision 19.6,

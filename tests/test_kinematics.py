@@ -54,6 +54,26 @@ def test_puma_fk_matches_dh_product(puma):
     assert np.allclose(X0[:3, 3], [0.4521, -0.149, 0.4318], atol=1e-12)
 
 
+def test_compiled_link_poses_match_the_dh_product_and_numpy(puma, barrett):
+    """The compiled forward kinematics (the static auto-grasp's): the Puma's flange against the DH
+    product to 1e-13, every link of the Puma, the Barrett and the parallel jaw (a prismatic DOF)
+    against the numpy forward_kinematics to 1e-14 (rounding), at random DOFs and base poses."""
+    jaw = graspsim.load_robot(ROOT / "robots/parallel_jaw.yaml")
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        q = random_dofs(puma, rng)
+        assert np.allclose(K.link_poses(puma, K.joint_values(puma, q))[puma.link_index["link6"]], dh_product(q),
+                           atol=1e-13)
+        for robot in (puma, barrett, jaw):
+            X_WB = np.eye(4)
+            X_WB[:3, :3] = graspsim.spatial.rot_axis_angle(rng.normal(size=3), rng.uniform(-3, 3))
+            X_WB[:3, 3] = rng.normal(size=3)
+            jq = K.joint_values(robot, random_dofs(robot, rng))
+            assert np.abs(K.link_poses(robot, jq, X_WB) - K.forward_kinematics(robot, jq, X_WB)).max() < 1e-14
+    with pytest.raises(ValueError, match="6 joint values expected"):
+        K.link_poses(puma, np.zeros(5))
+
+
 @pytest.mark.parametrize("robot_name", ["puma", "barrett"])
 def test_jacobian_matches_finite_differences(robot_name, request):
     robot = request.getfixturevalue(robot_name)

@@ -24,7 +24,7 @@ def _stack(frac):
     sim = Simulator(graspsim.load_world(MODELS / "stack.yaml"))
     for _ in range(5):
         sim.step()
-    sim._first_impact_fraction = lambda s, c1, q1, h, X1, kin_from=(): (frac, False)
+    sim._first_impact_fraction = lambda s, c1, q1, h, X1, kin_from=(), X0=None: (frac, False)
     return sim
 
 

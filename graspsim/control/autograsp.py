@@ -123,7 +123,7 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
 
     def poses_for(x: np.ndarray) -> np.ndarray:
         P = poses.copy()
-        P[t.robot_links[ri]] = kinematics.forward_kinematics(robot, joints_for(x), X_WB)
+        P[t.robot_links[ri]] = kinematics.link_poses(robot, joints_for(x), X_WB)
         return P
 
     def stop_at_limit(d: int) -> None:
