@@ -34,12 +34,18 @@ def localize_impact(move: Callable[[float], np.ndarray], model, *, threshold: fl
     ``move(s)`` returns the (N, 4, 4) body poses at fraction s of a trial move; s = 0 must be free of
     interpenetration.  Returns 1.0 when the whole move is free.  Otherwise returns s such that no
     pair interpenetrates at s and the closest of the pairs that interpenetrated is separated by a
-    distance in (0, threshold] (default: the model's threshold).  Raises ``CollisionError`` naming
+    distance in (0, threshold] (default: the model's threshold): as the contact kernel measures it
+    (``model.contact_separations``: its closest contact candidate, so that the contact is seen
+    there) when the model offers that, else ``model.pair_separations``.  Raises ``CollisionError`` naming
     the bodies (with the depth) when s = 0 already interpenetrates, and when ``max_halvings``
     halvings do not bring the separation into (0, threshold] (the move is then too large for the
     threshold: about 2**-max_halvings of it must be shorter than the threshold).
     """
     thr = model.threshold if threshold is None else float(threshold)
+    # separations as the contact kernel sees them (is the pair within thr?) where the model offers
+    # them, else its exact ones
+    kernel_sep = getattr(model, "contact_separations", None)
+    separations = (lambda P, pairs: kernel_sep(P, pairs, thr)) if kernel_sep is not None else model.pair_separations
     P1 = move(1.0)
     watch = model.penetrating(P1)
     if not watch:
@@ -57,14 +63,14 @@ def localize_impact(move: Callable[[float], np.ndarray], model, *, threshold: fl
         if pen:
             hi, watch = mid, pen
             continue
-        d = float(np.min(model.pair_separations(Pm, watch)))
+        d = float(np.min(separations(Pm, watch)))
         if 0.0 < d <= thr:
             return mid
         if d <= 0.0:
             hi = mid  # touching exactly: step back a little more
         else:
             lo = mid
-    d = float(np.min(model.pair_separations(move(lo), watch)))
+    d = float(np.min(separations(move(lo), watch)))
     if 0.0 < d <= thr:
         return lo
     names = ", ".join(f"'{model.table.names[i]}'-'{model.table.names[j]}'" for i, j in watch[:5])
@@ -126,6 +132,9 @@ class PairView:
     def pair_separations(self, poses, pairs):
         return self.model.pair_separations(poses, pairs)
 
+    def contact_separations(self, poses, pairs, threshold=None):
+        return self.model.contact_separations(poses, pairs, threshold)
+
     def penetration_depth(self, i, j, poses):
         return self.model.penetration_depth(i, j, poses)
 
@@ -157,3 +166,7 @@ class KernelPairView(PairView):
         X = self.model.shape_poses(poses)
         s = np.array([self._min_sep(X, p) for p in pairs])
         return np.where((s < 0) & (s >= -self.model.pen_tol), 0.0, s)
+
+    def contact_separations(self, poses, pairs, threshold=None):
+        """:meth:`pair_separations` (the kernel's, within each pair's T >= the threshold)."""
+        return self.pair_separations(poses, pairs)

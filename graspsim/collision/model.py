@@ -485,6 +485,25 @@ class CollisionModel:
         self._place(X, np.unique(pr), d)
         return np.array([self._pair_distance(X, int(i), int(j), d)[0] for i, j in pr])
 
+    def contact_separations(self, poses: np.ndarray, pairs, threshold: float | None = None, *,
+                            data: CollisionData | None = None) -> np.ndarray:
+        """Separation (m) of each body pair as the contact kernel sees it: its closest contact
+        candidate within ``threshold`` (default the model's; at most MAX_THRESHOLD), 0 when
+        touching within ``pen_tol``, inf when no candidate is that near.  What the impact search
+        needs (is the pair within the threshold, i.e. will its contact be seen?), compiled, instead of
+        FCL's exact distance (:meth:`pair_separations`; the pairs beyond the threshold are not
+        measured)."""
+        thr = self.threshold if threshold is None else float(threshold)
+        if not 0 < thr <= MAX_THRESHOLD:
+            return self.pair_separations(poses, pairs, data=data)
+        d = self.data if data is None else data
+        X = self.shape_poses(poses)
+        out = []
+        for i, j in np.asarray(pairs, dtype=np.int64).reshape(-1, 2).tolist():
+            sep = min(self._closest(X, sa, sb, thr, d) for sa in self.shapes_of(i) for sb in self.shapes_of(j))
+            out.append(0.0 if -self.pen_tol <= sep < 0.0 else sep)
+        return np.array(out)
+
     def _shape_distance(self, X, sa: int, sb: int, d: CollisionData):
         """(distance, point on sa, point on sb) of one shape pair (see :meth:`distance`)."""
         f = d.fcl
