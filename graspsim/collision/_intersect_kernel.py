@@ -24,7 +24,7 @@ import numpy as np
 
 from .._jit import njit
 from .kernels import (BOX, CAPSULE, CULL_EPS, CYLINDER, P_HALF, P_HI, P_KIND, P_LO, P_RAD, SPHERE, _aabb_in,
-                      _cull, _cull_tris, _mv, _rel, _tri, world_aabbs)
+                      _cull, _cull_tris, _mv, _rel, _sat_axis, _tri, world_aabbs)
 from .primitives import add, closest_seg_seg, closest_seg_tri, cross, dist2, dot, sub
 
 APART, MEET, NESTED, ASK = 0, 1, 2, 3
@@ -153,18 +153,7 @@ def _box_box(ia, ib, X, P):
     d1 = XB[1, 3] - XA[1, 3]
     d2 = XB[2, 3] - XA[2, 3]
     for ax in range(15):
-        if ax < 3:
-            l0, l1, l2 = XA[0, ax], XA[1, ax], XA[2, ax]
-        elif ax < 6:
-            l0, l1, l2 = XB[0, ax - 3], XB[1, ax - 3], XB[2, ax - 3]
-        else:
-            p = (ax - 6) // 3
-            q = (ax - 6) % 3
-            a0, a1, a2 = XA[0, p], XA[1, p], XA[2, p]
-            b0, b1, b2 = XB[0, q], XB[1, q], XB[2, q]
-            l0 = a1 * b2 - a2 * b1
-            l1 = a2 * b0 - a0 * b2
-            l2 = a0 * b1 - a1 * b0
+        l0, l1, l2 = _sat_axis(XA, XB, ax)
         rA = 0.0
         rB = 0.0
         for k in range(3):

@@ -1122,6 +1122,21 @@ def broadphase(X, pairs, lo, hi, valid, margin):
 
 
 @njit(cache=True)
+def _sat_axis(XA, XB, ax):
+    """Separating axis ``ax`` (0-14) of two boxes with frames XA, XB (world 4x4): A's three axes,
+    B's three, then the crosses A_p x B_q (p, q = (ax - 6) // 3, (ax - 6) % 3), not normalised."""
+    if ax < 3:
+        return XA[0, ax], XA[1, ax], XA[2, ax]
+    if ax < 6:
+        return XB[0, ax - 3], XB[1, ax - 3], XB[2, ax - 3]
+    p = (ax - 6) // 3
+    q = (ax - 6) % 3
+    a0, a1, a2 = XA[0, p], XA[1, p], XA[2, p]
+    b0, b1, b2 = XB[0, q], XB[1, q], XB[2, q]
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(cache=True)
 def _obb_apart(XA, loA, hiA, XB, loB, hiB, d):
     """Are two oriented boxes (world poses ``X`` (4, 4) of their frames, bounds ``lo``/``hi`` (3,)
     there) more than ``d`` apart along one of the 15 separating axes?  Then every point of one is
@@ -1146,18 +1161,7 @@ def _obb_apart(XA, loA, hiA, XB, loB, hiB, d):
     d1 = cb1 - ca1
     d2 = cb2 - ca2
     for ax in range(15):
-        if ax < 3:
-            l0, l1, l2 = XA[0, ax], XA[1, ax], XA[2, ax]
-        elif ax < 6:
-            l0, l1, l2 = XB[0, ax - 3], XB[1, ax - 3], XB[2, ax - 3]
-        else:
-            p = (ax - 6) // 3
-            q = (ax - 6) % 3
-            a0, a1, a2 = XA[0, p], XA[1, p], XA[2, p]
-            b0, b1, b2 = XB[0, q], XB[1, q], XB[2, q]
-            l0 = a1 * b2 - a2 * b1
-            l1 = a2 * b0 - a0 * b2
-            l2 = a0 * b1 - a1 * b0
+        l0, l1, l2 = _sat_axis(XA, XB, ax)
         n = math.sqrt(l0 * l0 + l1 * l1 + l2 * l2)
         if n < 1e-3:        # (nearly) parallel edges: no axis (skipping one only tests less)
             continue
