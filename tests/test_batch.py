@@ -336,8 +336,10 @@ def test_crashed_worker_candidates_are_requeued_or_recorded(reference, tmp_path)
 
 # -- interruption and resume -----------------------------------------------------------------------
 
+# (enough candidates that a run lasts about a second: the interrupt and the kill below must come
+# while it still has work, at ~200 static candidates per second)
 KILL = dict(SMALL, batch="kill", candidates=dict(SMALL["candidates"], standoffs=[0.0, 0.06, 0.14],
-                                                 directions={"sphere": 16, "list": [[0, 0, -1]],
+                                                 directions={"sphere": 64, "list": [[0, 0, -1]],
                                                              "within": {"axis": [0, 0, -1], "angle": math.radians(95)}}))
 
 

@@ -84,7 +84,16 @@ def test_capsule_landing_from_any_speed_and_attitude(world, speed, tilt, yaw, sp
 
     s = localize_impact(move, m)
     if s < 1.0:
-        assert 0 < gap_of(world, "cap", "table", move(s)) <= THR
+        # the gap in closed form: the core's lower end above the table's top, less the radius (FCL's
+        # capsule distance is off by up to ~6e-7 m here, beyond the threshold when the gap is near it)
+        P = move(s)
+        X = m.shape_poses(P)
+        t = world.table
+        cap, table = X[t.index["cap"]], X[t.index["table"]]
+        low = min((cap[:3, :3] @ [0.0, 0.0, e] + cap[:3, 3])[2] for e in (-0.0225, 0.0225))
+        top = table[2, 3] + m._P[2][m._bstart[t.index["table"]]][2]
+        assert 0 < low - 0.01 - top <= THR
+        assert abs(gap_of(world, "cap", "table", P) - (low - 0.01 - top)) < 1e-6
     assert m.penetrating(move(s)) == []
 
 
