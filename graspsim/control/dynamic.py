@@ -215,10 +215,14 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
     pending = sorted(snapshot_times)
     snaps, hist_t, hist_n, hist_z = [], [], [], []
     clutch: dict[int, Breakaway] = {}
-    broken = sim.state.broken[sl].copy()
+    broken = sim.state.broken[sl].tolist()
     prev_q = sim.dof_values()[sl]
     still_for = 0.0
     settled = False
+    # the settle test on Python floats (a hand has a few DOFs; the same IEEE operations as numpy's)
+    watch = [d for d in range(len(robot.dofs)) if closing[d]]
+    sign_l, still_l = sign.tolist(), still_speed.tolist()
+    full = (effort_now * (1 - 1e-9)).tolist()
     bar = _progress(timeout, f"dynamic grasp of '{obj or hand}'", progress)
     t0 = _t.perf_counter()
     while sim.time < timeout - 1e-12:
@@ -232,17 +236,22 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
         hist_n.append(sim.contact_count)
         if io is not None:
             hist_z.append(sim.poses()[io][2, 3])
-        for k in np.flatnonzero(sim.state.broken[sl] & ~broken):     # a clutch gave way in this step
-            clutch[k] = _breakaway(sim, ri, k, prev_q[k])
-        broken = sim.state.broken[sl].copy()
+        now = sim.state.broken[sl].tolist()
+        if now != broken:
+            for k in range(len(now)):
+                if now[k] and not broken[k]:      # a clutch gave way in this step
+                    clutch[k] = _breakaway(sim, ri, k, prev_q[k])
+            broken = now
         q, qd = sim.dof_values()[sl], sim.dof_velocities()[sl]
         prev_q = q
         # settled: every closing DOF still, and either blocked (its drive pushes with its full
         # effort towards a reference ahead of it) or at the end of its reference
-        still = np.abs(qd) < still_speed
-        pressing = ctl.kp[sl] * (traj(sim.time)[0] - q) * sign >= effort_now * (1 - 1e-9)
-        ok = still & (pressing | (sim.time >= traj.t_end))
-        still_for = still_for + sim.info.h if np.all(ok[closing]) else 0.0
+        ql, qdl, kp = q.tolist(), qd.tolist(), ctl.kp[sl].tolist()
+        ref = traj(sim.time)[0].tolist()
+        at_end = sim.time >= traj.t_end
+        ok = all(abs(qdl[d]) < still_l[d] and (at_end or kp[d] * (ref[d] - ql[d]) * sign_l[d] >= full[d])
+                 for d in watch)
+        still_for = still_for + sim.info.h if ok else 0.0
         if still_for >= settle_time - 1e-12:
             settled = True
             break
