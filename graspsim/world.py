@@ -246,15 +246,20 @@ class World:
             q[n] = v
         return q
 
-    def link_poses(self, ri: int) -> np.ndarray:
-        return kinematics.forward_kinematics(self.description.robots[ri].robot, self.joint_values(ri), self.base_pose(ri))
+    def link_poses(self, ri: int, compiled: bool = False) -> np.ndarray:
+        """World poses of robot ``ri``'s links (``compiled``: :func:`graspsim.kinematics.link_poses`,
+        equal to rounding; it imports numba)."""
+        fk = kinematics.link_poses if compiled else kinematics.forward_kinematics
+        return fk(self.description.robots[ri].robot, self.joint_values(ri), self.base_pose(ri))
 
-    def body_poses(self) -> np.ndarray:
-        """(N, 4, 4) world poses of every body in :attr:`table` order (links first, then bodies)."""
+    def body_poses(self, compiled: bool = False) -> np.ndarray:
+        """(N, 4, 4) world poses of every body in :attr:`table` order (links first, then bodies).
+        ``compiled``: the links by the compiled forward kinematics (loops that pose a world many
+        times, e.g. a batch's candidates; equal to rounding, ~1e-16; imports numba)."""
         t = self.table
         out = np.empty((len(t), 4, 4))
         for ri in range(len(self.description.robots)):
-            out[t.robot_links[ri]] = self.link_poses(ri)
+            out[t.robot_links[ri]] = self.link_poses(ri, compiled)
         nl = sum(len(x) for x in t.robot_links)
         if self.state.body_poses:
             out[nl:] = np.array(self.state.body_poses)

@@ -281,7 +281,7 @@ class Evaluator:
         X_WP[:3, 3] = p - D * a
         X_WB0 = X_WP if X_BP is _IDENTITY else X_WP @ np.linalg.inv(X_BP)
         h.base_pose = X_WB0
-        P0 = w.body_poses()
+        P0 = w.body_poses(compiled=True)      # (as the static auto-grasp poses the hand)
         self._fault(cand, "pregrasp")
         pen = sc.model.penetrating(P0, pairs=sc.pairs)
         if pen:
@@ -337,7 +337,7 @@ class Evaluator:
         row["_stage"] = "pregrasp"
         h.base_pose = np.asarray(cand.base_pose, dtype=float).reshape(4, 4)
         self._fault(cand, "pregrasp")
-        pen = sc.model.penetrating(w.body_poses(), pairs=sc.pairs)
+        pen = sc.model.penetrating(w.body_poses(compiled=True), pairs=sc.pairs)
         self._pose_columns(row, h)
         if pen:
             row["status"] = "pregrasp_collision"

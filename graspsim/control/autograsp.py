@@ -111,7 +111,7 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
     stops: dict[str, DofStop] = {d.name: DofStop("not moving", float(dofs[k]))
                                  for k, d in enumerate(robot.dofs) if not active[k]}
     moves = {li: _dof_moves_link(robot, li) for li in range(len(robot.links))}
-    poses = world.body_poses()
+    poses = world.body_poses(compiled=True)
     X_WB = h.base_pose
     rev = np.array([j.kind == "revolute" for j in robot.joints])
 
@@ -205,7 +205,7 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
     h.set_joint_values(qf) if locked else h.set_dofs(np.clip(dofs, lim[:, 0], lim[:, 1]))
     # the drives keep the closing command: dynamics started from here keeps squeezing
     world.state.drive_targets[ri] = closing_command(robot, np.clip(dofs, lim[:, 0], lim[:, 1]))
-    P = world.body_poses()
+    P = world.body_poses(compiled=True)
     cs = model.contacts(P, pairs=pairs)
     res = StaticGraspResult(dofs=dofs, joint_values=qf, stopped_by=stopped, broke_away=broke, contacts=cs,
                             iterations=it, evaluations=evals,
