@@ -118,20 +118,11 @@ def _mesh_box(im, ib, X, P):
     """Mesh im's triangles against the solid box ib, in the box's frame."""
     R, t = _rel(X[im], X[ib])            # x_box = R x_mesh + t
     h = P[P_HALF][ib]
-    # the box's bounds seen from the mesh (x_mesh = R^T (x_box - t)), and the tighter test of each
-    # triangle's bounds carried into the box's frame
-    Rt = np.empty((3, 3))
-    tt = np.zeros(3)
-    for i in range(3):
-        for j in range(3):
-            Rt[i, j] = R[j, i]
-            tt[i] -= R[j, i] * t[j]
-    blo = np.empty(3)
-    bhi = np.empty(3)
-    for k in range(3):
-        blo[k] = -h[k]
-        bhi[k] = h[k]
-    clo, chi = _aabb_in(Rt, (tt[0], tt[1], tt[2]), blo, bhi)
+    # the box's bounds seen from the mesh, and the tighter test of each triangle's bounds carried
+    # into the box's frame
+    blo, bhi = P[P_LO][ib], P[P_HI][ib]
+    Rb, tb = _rel(X[ib], X[im])
+    clo, chi = _aabb_in(Rb, tb, blo, bhi)
     tris = _cull(P, im, clo, chi, CULL_EPS, True, R, t, blo, bhi)
     for tr in tris:
         a, b, c, _ = _tri(P, tr)
@@ -194,12 +185,6 @@ def _mesh_mesh(ia, ib, X, P):
     if tb_.size == 0:
         return False
     # ib's near triangles' bounds seen from ia: ia's triangles that can meet them
-    Rt = np.empty((3, 3))
-    tt = np.zeros(3)
-    for i in range(3):
-        for j in range(3):
-            Rt[i, j] = R[j, i]
-            tt[i] -= R[j, i] * t[j]
     blo = np.full(3, np.inf)
     bhi = np.full(3, -np.inf)
     for w in tb_:
@@ -207,7 +192,8 @@ def _mesh_mesh(ia, ib, X, P):
         for j in range(3):
             blo[j] = min(blo[j], a[j], b[j], c[j])
             bhi[j] = max(bhi[j], a[j], b[j], c[j])
-    olo, ohi = _aabb_in(Rt, (tt[0], tt[1], tt[2]), blo, bhi)
+    Rb, tb = _rel(X[ib], X[ia])
+    olo, ohi = _aabb_in(Rb, tb, blo, bhi)
     ta_ = _cull(P, ia, olo, ohi, CULL_EPS, True, R, t, blo, bhi)
     for u in ta_:
         a, b, c, n = _tri(P, u)

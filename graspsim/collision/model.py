@@ -449,9 +449,7 @@ class CollisionModel:
             elif ans == IX.NESTED:
                 pen = self._contained(X, sa, sb)
             else:                           # a cylinder: FCL's exact one
-                d.fcl.set_pose(sa, X[sa])
-                d.fcl.set_pose(sb, X[sb])
-                pen = self._shape_penetrating(X, sa, sb, d)
+                pen = self._fcl_penetrating(X, sa, sb, d)
             if pen:
                 hit.append(p)
         return [tuple(pr[p].tolist()) for p in hit]
@@ -571,19 +569,14 @@ class CollisionModel:
         answers but where FCL's own tolerance, ~5e-7 m at a capsule's edge, decides)."""
         d = self.data if data is None else data
         X = self.shape_poses(poses)
-        out = []
-        for i, j in self.candidate_pairs(poses, 0.0, pairs).tolist():
-            for sa in self.shapes_of(i):
-                for sb in self.shapes_of(j):
-                    d.fcl.set_pose(sa, X[sa])
-                    d.fcl.set_pose(sb, X[sb])
-                    if self._shape_penetrating(X, sa, sb, d):
-                        break
-                else:
-                    continue
-                out.append((i, j))
-                break
-        return out
+        return [(i, j) for i, j in self.candidate_pairs(poses, 0.0, pairs).tolist()
+                if any(self._fcl_penetrating(X, sa, sb, d) for sa in self.shapes_of(i) for sb in self.shapes_of(j))]
+
+    def _fcl_penetrating(self, X, sa: int, sb: int, d: CollisionData) -> bool:
+        """:meth:`_shape_penetrating` of two shapes placed at their poses ``X`` first."""
+        d.fcl.set_pose(sa, X[sa])
+        d.fcl.set_pose(sb, X[sb])
+        return self._shape_penetrating(X, sa, sb, d)
 
     def names(self, i: int) -> str:
         return self.table.names[i]
