@@ -29,7 +29,15 @@ def _mul4(A, B, out):
 def link_poses(kind, axis, X_PJ, X_JC, parent, child, base, nl, q, X_WB):
     """World poses (nl, 4, 4) of every link: X_child = X_parent X_PJ motion(axis, q) X_JC, the
     motion a rotation by Rodrigues' formula R = I + sin(q) K + (1 - cos(q)) K K (K = [axis]x) or a
-    translation by axis q."""
+    translation by axis q.  An empty (0, 4, 4) array when ``q`` or ``X_WB`` holds a NaN or inf
+    (the caller names the input)."""
+    for n in range(q.shape[0]):
+        if not math.isfinite(q[n]):
+            return np.empty((0, 4, 4))
+    for i in range(4):
+        for j in range(4):
+            if not math.isfinite(X_WB[i, j]):
+                return np.empty((0, 4, 4))
     X = np.empty((nl, 4, 4))
     for i in range(4):
         for j in range(4):

@@ -6,6 +6,7 @@ here keeps state.  Poses are 4x4 transforms in the world frame W; Jacobians are 
 """
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import dataclass
 
@@ -49,8 +50,11 @@ def joint_motion(kind: str, axis: np.ndarray, q: float) -> np.ndarray:
 def forward_kinematics(robot: Robot, q: np.ndarray, X_WB: np.ndarray | None = None) -> np.ndarray:
     """World poses (nl, 4, 4) of every link frame for joint values ``q`` (nj,) and base pose ``X_WB``
     (numpy, joint by joint; :func:`link_poses` is the compiled one for hot loops)."""
+    q, X_WB = _fk_inputs(robot, q, X_WB)
+    if not (math.isfinite(q.sum()) and math.isfinite(X_WB.sum())):
+        _not_finite(robot, q, X_WB)
     X = np.empty((len(robot.links), 4, 4))
-    X[robot.base_link] = np.eye(4) if X_WB is None else X_WB
+    X[robot.base_link] = X_WB
     for n, j in enumerate(robot.joints):  # parents come before children
         X[j.child] = X[j.parent] @ j.X_PJ @ joint_motion(j.kind, j.axis, q[n]) @ j.X_JC
     return X
@@ -63,13 +67,44 @@ def link_poses(robot: Robot, q: np.ndarray, X_WB: np.ndarray | None = None) -> n
     arrays = _FK.get(robot)
     if arrays is None:
         arrays = _FK[robot] = _fk_arrays(robot)
-    q = np.asarray(q, dtype=float)
-    if q.shape != (len(robot.joints),):
-        raise ValueError(f"robot '{robot.name}': {len(robot.joints)} joint values expected, got shape {q.shape}")
-    X_WB = _EYE4 if X_WB is None else np.ascontiguousarray(X_WB, dtype=float)
+    q, X_WB = _fk_inputs(robot, q, X_WB)
     from ._kinematics_kernel import link_poses as kernel
 
-    return kernel(*arrays, q, X_WB)
+    X = kernel(*arrays, q, X_WB)
+    if len(X) != arrays[-1]:        # the kernel found a NaN or inf in q or X_WB
+        _not_finite(robot, q, X_WB)
+    return X
+
+
+def _fk_inputs(robot: Robot, q, X_WB) -> tuple[np.ndarray, np.ndarray]:
+    """``q`` as a float (nj,) array and ``X_WB`` as a C-contiguous float (4, 4) one (identity for
+    None); ValueError naming the robot and the argument when a shape is wrong."""
+    try:
+        q = np.ascontiguousarray(q, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"robot '{robot.name}': joint values q must be {len(robot.joints)} numbers, "
+                         f"got {q!r}") from None
+    if q.shape != (len(robot.joints),):
+        raise ValueError(f"robot '{robot.name}': {len(robot.joints)} joint values expected, got shape {q.shape}")
+    if X_WB is None:
+        return q, _EYE4
+    try:
+        X_WB = np.ascontiguousarray(X_WB, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"robot '{robot.name}': base pose X_WB must be a 4x4 transform, got {X_WB!r}") from None
+    if X_WB.shape != (4, 4):
+        raise ValueError(f"robot '{robot.name}': base pose X_WB must be a 4x4 transform, got shape {X_WB.shape}")
+    return q, X_WB
+
+
+def _not_finite(robot: Robot, q: np.ndarray, X_WB: np.ndarray):
+    """ValueError naming what is not finite: a joint value (which joint) or the base pose."""
+    bad = np.flatnonzero(~(np.abs(q) < 1e150))
+    if len(bad):
+        j = int(bad[0])
+        raise ValueError(f"robot '{robot.name}': joint value q[{j}] (joint '{robot.joints[j].name}') is NaN, inf or "
+                         f"beyond 1e150: {q[j]!r}")
+    raise ValueError(f"robot '{robot.name}': base pose X_WB is not finite (NaN, inf or beyond 1e150)")
 
 
 _FK: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # robot -> its arrays for the kernel

@@ -269,16 +269,64 @@ class CollisionModel:
         poses = np.asarray(poses, dtype=np.float64)
         if poses.shape != (len(self._valid), 4, 4):
             raise ValueError(f"poses must be ({len(self._valid)}, 4, 4), got {poses.shape}")
+        # a NaN pose would give NaN contacts (or "interpenetrating") silently; one sum (~1 us) is
+        # the check, the bodies are named only when it fails
+        if not math.isfinite(np.add.reduce(poses.ravel())):
+            self._bad_poses(poses)
         if self._one_to_one:
             if not self._offset:
                 return np.ascontiguousarray(poses)
             return np.matmul(poses, self._X_LS)
         return np.matmul(poses[self._shape_body], self._X_LS)
 
+    def _bad_poses(self, poses: np.ndarray) -> None:
+        """ValueError naming the bodies whose poses are not finite (or so large that they sum to inf)."""
+        bad = np.flatnonzero(~(np.abs(poses) < 1e150).all(axis=(1, 2)))
+        names = ", ".join(f"'{self.table.names[i]}' (index {i})" for i in bad[:5].tolist())
+        raise ValueError(f"poses: the pose of body {names}{' and others' if len(bad) > 5 else ''} is not finite "
+                         "(NaN, inf or beyond 1e150); every body pose must be a finite 4x4 transform")
+
+    def _checked_pairs(self, pairs) -> np.ndarray:
+        """``pairs`` as a C-contiguous (k, 2) int64 array of body indices (table order); ValueError
+        naming the first bad pair unless every entry is a whole number in [0, N)."""
+        n = len(self._valid)
+        if (type(pairs) is np.ndarray and pairs.dtype == np.int64 and pairs.ndim == 2 and pairs.shape[1] == 2
+                and pairs.flags.c_contiguous and len(pairs)):
+            # the callers' usual form (one reduction: a negative index is a huge unsigned one)
+            if int(pairs.view(np.uint64).max()) < n:
+                return pairs
+        a = np.asarray(pairs)
+        if a.size == 0:
+            return np.zeros((0, 2), np.int64)
+        if a.dtype.kind not in "iu" or a.ndim > 2 or a.shape[-1] != 2:
+            if a.dtype.kind == "f" and a.shape[-1:] == (2,) and a.ndim <= 2 and np.all(a == np.round(a)):
+                a = a.astype(np.int64)      # whole numbers typed as floats
+            else:
+                raise ValueError(f"pairs must be (k, 2) whole body indices in [0, {n}), got an array of shape "
+                                 f"{a.shape} and type {a.dtype}")
+        p = np.ascontiguousarray(a.reshape(-1, 2), dtype=np.int64)
+        bad = (p < 0) | (p >= n)
+        if bad.any():
+            i = int(np.flatnonzero(bad.any(axis=1))[0])
+            raise ValueError(f"pairs[{i}] = {tuple(p[i].tolist())}: body indices must be in [0, {n}) "
+                             f"(this model has {n} bodies; a negative index does not count from the end)")
+        return p
+
+    def _body(self, i, what: str) -> int:
+        """Body index ``i`` as an int; ValueError naming ``what`` unless a whole number in [0, N)."""
+        n = len(self._valid)
+        try:
+            k = int(i)
+        except (TypeError, ValueError):
+            raise ValueError(f"{what} must be a body index in [0, {n}), got {i!r}") from None
+        if k != i or not 0 <= k < n:
+            raise ValueError(f"{what} must be a body index in [0, {n}), got {i!r}")
+        return k
+
     def _pairs(self, pairs) -> np.ndarray:
         if pairs is None:
             return self.pairs
-        p = np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
+        p = self._checked_pairs(pairs)
         ok = self._valid[p[:, 0]] & self._valid[p[:, 1]]
         return p if ok.all() else np.ascontiguousarray(p[ok])
 
@@ -337,6 +385,9 @@ class CollisionModel:
 
     def candidate_pairs(self, poses: np.ndarray, margin: float, pairs=None) -> np.ndarray:
         """(m, 2) body pairs whose world bounding boxes are within ``margin`` (m) of each other."""
+        margin = float(margin)
+        if not margin >= 0.0 or margin == math.inf:
+            raise ValueError(f"margin must be a finite distance >= 0 (m), got {margin!r}")
         X = self.shape_poses(poses)
         pr = self._pairs(pairs)
         if self._one_to_one:
@@ -479,7 +530,7 @@ class CollisionModel:
         """Separation (m) of each given body pair (FCL distance; minus the depth estimate if interpenetrating)."""
         d = self.data if data is None else data
         X = self.shape_poses(poses)
-        pr = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        pr = self._checked_pairs(pairs)
         self._place(X, np.unique(pr), d)
         return np.array([self._pair_distance(X, int(i), int(j), d)[0] for i, j in pr])
 
@@ -492,12 +543,14 @@ class CollisionModel:
         FCL's exact distance (:meth:`pair_separations`; the pairs beyond the threshold are not
         measured)."""
         thr = self.threshold if threshold is None else float(threshold)
-        if not 0 < thr <= MAX_THRESHOLD:
+        if not thr > 0.0:
+            raise ValueError(f"threshold must be a distance > 0 (m), got {threshold!r}")
+        if not thr <= MAX_THRESHOLD:
             return self.pair_separations(poses, pairs, data=data)
         d = self.data if data is None else data
         X = self.shape_poses(poses)
         out = []
-        for i, j in np.asarray(pairs, dtype=np.int64).reshape(-1, 2).tolist():
+        for i, j in self._checked_pairs(pairs).tolist():
             sep = min(self._closest(X, sa, sb, thr, d) for sa in self.shapes_of(i) for sb in self.shapes_of(j))
             out.append(0.0 if -self.pen_tol <= sep < 0.0 else sep)
         return np.array(out)
@@ -541,14 +594,16 @@ class CollisionModel:
         (the deepest tessellation vertex of either body inside the other; a lower bound) and both
         points are that vertex.
         """
+        i, j = self._body(i, "i"), self._body(j, "j")
         d = self.data if data is None else data
         X = self.shape_poses(poses)
         self._place(X, (i, j), d)
-        return self._pair_distance(X, int(i), int(j), d)
+        return self._pair_distance(X, i, j, d)
 
     def penetration_depth(self, i: int, j: int, poses: np.ndarray) -> float:
         """Depth (m, >= 0) of the deepest tessellation vertex of either body inside the other
         (of any of one's shapes inside any of the other's)."""
+        i, j = self._body(i, "i"), self._body(j, "j")
         X = self.shape_poses(poses)
         # a depth is a negative distance: the vertices near the other body's box are enough
         near = self.threshold

@@ -1,0 +1,138 @@
+"""Hostile arrays into the array APIs (forward kinematics, CollisionModel): a clear ValueError that
+names the argument (and the body, joint or pair), never NaN results, a pair taken from the wrong
+end of the table or an IndexError from deep inside.
+
+Before these checks: ``link_poses`` with a 3x3 base pose read past the array and returned finite,
+wrong link poses; ``CollisionModel.contacts`` with a NaN pose returned thousands of NaN contacts and
+``penetrating`` called NaN-posed pairs interpenetrating; a pair index of -1 meant the last body.
+The good inputs still give what they gave (checked against FCL-free closed forms below).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graspsim
+from graspsim import kinematics as K
+from graspsim.collision import model_for
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def world():
+    return graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+
+
+@pytest.fixture(scope="module")
+def barrett(world):
+    return world.description.robots[world.description.robot_index["barrett"]].robot
+
+
+@pytest.mark.parametrize("fk", [K.forward_kinematics, K.link_poses], ids=["numpy", "compiled"])
+@pytest.mark.parametrize("X_WB, words", [
+    (np.eye(3), ["barrett", "X_WB", "4x4", "(3, 3)"]),
+    (np.eye(4)[None], ["barrett", "X_WB", "(1, 4, 4)"]),
+    ("abc", ["barrett", "X_WB", "4x4"]),
+    (np.full((4, 4), np.nan), ["barrett", "X_WB", "not finite"]),
+    (np.diag([1.0, 1.0, 1.0, np.inf]), ["barrett", "X_WB", "not finite"]),
+])
+def test_bad_base_pose_is_named(fk, barrett, X_WB, words):
+    with pytest.raises(ValueError) as e:
+        fk(barrett, np.zeros(len(barrett.joints)), X_WB)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+
+
+@pytest.mark.parametrize("fk", [K.forward_kinematics, K.link_poses], ids=["numpy", "compiled"])
+def test_bad_joint_values_are_named(fk, barrett):
+    nj = len(barrett.joints)
+    with pytest.raises(ValueError, match=rf"barrett.*{nj} joint values expected.*\(2,\)"):
+        fk(barrett, [0.1, 0.2])
+    q = np.zeros(nj)
+    q[3] = np.nan
+    with pytest.raises(ValueError) as e:
+        fk(barrett, q)
+    msg = str(e.value)
+    assert "q[3]" in msg and barrett.joints[3].name in msg and "nan" in msg, msg
+    with pytest.raises(ValueError, match="joint values q must be"):
+        fk(barrett, ["a"] * nj)
+
+
+def test_good_inputs_still_agree(barrett):
+    """The checks change nothing for valid input: the compiled and numpy poses agree to rounding,
+    and a base translation moves every link by exactly that translation."""
+    rng = np.random.default_rng(3)
+    lo, hi = barrett.dof_limits[:, 0], barrett.dof_limits[:, 1]
+    q = K.joint_values(barrett, rng.uniform(lo, hi))
+    X_WB = np.eye(4)
+    X_WB[:3, 3] = [0.3, -0.2, 0.5]
+    A, B = K.forward_kinematics(barrett, q, X_WB), K.link_poses(barrett, q, X_WB)
+    assert np.abs(A - B).max() < 1e-14
+    A0 = K.forward_kinematics(barrett, q)
+    assert np.abs(A[:, :3, 3] - A0[:, :3, 3] - X_WB[:3, 3]).max() < 1e-15
+    assert np.array_equal(A[:, :3, :3], A0[:, :3, :3])
+
+
+def test_collision_model_refuses_non_finite_poses(world):
+    m = model_for(world)
+    P = world.body_poses()
+    io = world.table.index["mug"]
+    P[io, 0, 3] = np.nan
+    for call in (lambda: m.contacts(P), lambda: m.penetrating(P), lambda: m.candidate_pairs(P, 0.0),
+                 lambda: m.contact_separations(P, [(0, io)]), lambda: m.distance(0, io, P),
+                 lambda: m.penetration_depth(0, io, P)):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert "'mug'" in str(e.value) and "not finite" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("pairs, words", [
+    ([(0, 99)], ["pairs[0]", "(0, 99)", "[0, 11)"]),
+    ([(1, 2), (-1, 3)], ["pairs[1]", "(-1, 3)", "negative"]),
+    ([(0.5, 3)], ["whole body indices"]),
+    ([[0, 1, 2]], ["(k, 2)", "(1, 3)"]),
+    (["a", "b"], ["(k, 2)"]),
+])
+def test_collision_model_names_bad_pairs(world, pairs, words):
+    m = model_for(world)
+    P = world.body_poses()
+    for call in (lambda: m.contacts(P, pairs=pairs), lambda: m.penetrating(P, pairs=pairs),
+                 lambda: m.pair_separations(P, pairs), lambda: m.contact_separations(P, pairs)):
+        with pytest.raises(ValueError) as e:
+            call()
+        for w in words:
+            assert w in str(e.value), (w, str(e.value))
+
+
+def test_collision_model_bad_scalars(world):
+    m = model_for(world)
+    P = world.body_poses()
+    io = world.table.index["mug"]
+    with pytest.raises(ValueError, match=r"j must be a body index in \[0, 11\), got 11"):
+        m.distance(0, 11, P)
+    with pytest.raises(ValueError, match=r"i must be a body index in \[0, 11\), got -1"):
+        m.penetration_depth(-1, io, P)
+    with pytest.raises(ValueError, match="threshold must be a distance > 0"):
+        m.contact_separations(P, [(0, io)], -1e-4)
+    with pytest.raises(ValueError, match="threshold must be a distance > 0"):
+        m.contact_separations(P, [(0, io)], float("nan"))
+    with pytest.raises(ValueError, match="margin must be a finite distance"):
+        m.candidate_pairs(P, float("nan"))
+
+
+def test_valid_pairs_as_floats_and_arrays_give_the_same_answers(world):
+    """Whole numbers typed as floats, numpy int32 and lists give the same contacts as the table's
+    own pairs; the mug resting on the table touches it (separation 0 within pen_tol)."""
+    m = model_for(world)
+    P = world.body_poses()
+    io, it = world.table.index["mug"], world.table.index["table"]
+    ref = m.contacts(P, pairs=[(io, it)])
+    for pairs in (np.array([[io, it]], np.int32), np.array([[io, it]], float), [[io, it]]):
+        cs = m.contacts(P, pairs=pairs)
+        assert len(cs) == len(ref) > 0
+        assert np.array_equal(cs.point, ref.point)
+    assert np.abs(ref.separation).max() <= m.pen_tol
+    assert m.contact_separations(P, np.array([[io, it]], float))[0] == 0.0
