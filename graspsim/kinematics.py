@@ -21,7 +21,12 @@ __all__ = ["joint_values", "dof_values_from_joints", "joint_motion", "forward_ki
 
 def joint_values(robot: Robot, dofs: np.ndarray) -> np.ndarray:
     """Joint values (nj,) from DOF values (ndof,): ``joint = ratio * dof + offset`` (fixed/passive: 0)."""
-    dofs = np.asarray(dofs, dtype=float)
+    try:
+        dofs = np.asarray(dofs, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"robot '{robot.name}': DOF values must be {len(robot.dofs)} numbers, got {dofs!r}") from None
+    if dofs.shape != (len(robot.dofs),):
+        raise ValueError(f"robot '{robot.name}': {len(robot.dofs)} DOF values expected, got shape {dofs.shape}")
     q = np.zeros(len(robot.joints))
     for n, j in enumerate(robot.joints):
         if j.dof >= 0:
@@ -97,6 +102,25 @@ def _fk_inputs(robot: Robot, q, X_WB) -> tuple[np.ndarray, np.ndarray]:
     return q, X_WB
 
 
+def _link_index(robot: Robot, link, what: str) -> int:
+    """``link`` as an int in [0, nlinks); ValueError naming the robot otherwise."""
+    n = len(robot.links)
+    if isinstance(link, (int, np.integer)) and not isinstance(link, bool) and 0 <= link < n:
+        return int(link)
+    raise ValueError(f"robot '{robot.name}': {what} must be a link index in [0, {n}), got {link!r}")
+
+
+def _finite_vector(robot: Robot, v, n: int, what: str) -> np.ndarray:
+    """``v`` as a new float (n,) array of finite numbers; ValueError naming the robot and ``what``."""
+    try:
+        a = np.array(v, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"robot '{robot.name}': {what} must be {n} numbers, got {v!r}") from None
+    if a.shape != (n,) or not np.isfinite(a).all():
+        raise ValueError(f"robot '{robot.name}': {what} must be {n} finite numbers, got {v!r}")
+    return a
+
+
 def _not_finite(robot: Robot, q: np.ndarray, X_WB: np.ndarray):
     """ValueError naming what is not finite: a joint value (which joint) or the base pose."""
     bad = np.flatnonzero(~(np.abs(q) < 1e150))
@@ -153,9 +177,10 @@ def jacobian(robot: Robot, q: np.ndarray, X_WB: np.ndarray | None, link: int, po
     ``wrt="joints"`` gives one column per joint, ``wrt="dofs"`` one per DOF (columns of coupled
     joints summed with their ratios).  Rows: linear velocity (m/s) then angular velocity (rad/s), W.
     """
+    link = _link_index(robot, link, "link")
     if X_links is None:
         X_links = forward_kinematics(robot, q, X_WB)
-    p = X_links[link][:3, 3] if point_W is None else np.asarray(point_W, dtype=float)
+    p = X_links[link][:3, 3] if point_W is None else _finite_vector(robot, point_W, 3, "point_W")
     Jj = np.zeros((6, len(robot.joints)))
     for n in _chain(robot, link):
         j = robot.joints[n]
@@ -211,11 +236,21 @@ def inverse_kinematics(robot: Robot, X_target: np.ndarray, *, link: int | None =
     """
     if link is None:
         link = robot.joints[-1].child if robot.joints else robot.base_link
-    X_LE = np.eye(4) if X_LE is None else X_LE
+    link = _link_index(robot, link, "link")
+    X_target = spatial.check_rigid(X_target, f"inverse_kinematics of robot '{robot.name}': X_target")
+    X_LE = np.eye(4) if X_LE is None else spatial.check_rigid(X_LE, f"inverse_kinematics of robot '{robot.name}': X_LE")
+    for name, v in (("tol_position", tol_position), ("tol_rotation", tol_rotation), ("damping", damping)):
+        if not (isinstance(v, (int, float, np.floating)) and 0 < v < math.inf):
+            raise ValueError(f"inverse_kinematics of robot '{robot.name}': {name} must be a number > 0, got {v!r}")
+    for name, v, least in (("max_iterations", max_iterations, 1), ("restarts", restarts, 0)):
+        if not (isinstance(v, (int, np.integer)) and v >= least):
+            raise ValueError(f"inverse_kinematics of robot '{robot.name}': {name} must be a whole number >= {least}, "
+                             f"got {v!r}")
     lim = robot.dof_limits
     lo = np.where(np.isfinite(lim[:, 0]), lim[:, 0], -np.pi)
     hi = np.where(np.isfinite(lim[:, 1]), lim[:, 1], np.pi)
-    x0 = np.array([d.default for d in robot.dofs]) if dofs0 is None else np.asarray(dofs0, dtype=float).copy()
+    x0 = np.array([d.default for d in robot.dofs]) if dofs0 is None else \
+        _finite_vector(robot, dofs0, len(robot.dofs), "dofs0")
     rng = np.random.default_rng(seed)
     best = None
     for attempt in range(restarts + 1):

@@ -136,3 +136,38 @@ def test_valid_pairs_as_floats_and_arrays_give_the_same_answers(world):
         assert np.array_equal(cs.point, ref.point)
     assert np.abs(ref.separation).max() <= m.pen_tol
     assert m.contact_separations(P, np.array([[io, it]], float))[0] == 0.0
+
+
+@pytest.fixture(scope="module")
+def puma():
+    return graspsim.load_robot(ROOT / "robots/puma560.yaml")
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda K, r: K.jacobian(r, np.zeros(6), None, link=99), ["puma560", "link", "[0, 7)", "99"]),
+    (lambda K, r: K.jacobian(r, np.zeros(6), None, link=6, point_W=[np.nan, 0, 0]), ["point_W", "finite"]),
+    (lambda K, r: K.inverse_kinematics(r, np.full((4, 4), np.nan)), ["puma560", "X_target", "non-finite"]),
+    (lambda K, r: K.inverse_kinematics(r, np.eye(3)), ["X_target", "4x4", "(3, 3)"]),
+    (lambda K, r: K.inverse_kinematics(r, np.diag([2.0, 1, 1, 1])), ["X_target", "orthonormal"]),
+    (lambda K, r: K.inverse_kinematics(r, np.eye(4), X_LE=np.eye(3)), ["X_LE", "4x4"]),
+    (lambda K, r: K.inverse_kinematics(r, np.eye(4), link=-1), ["link", "[0, 7)"]),
+    (lambda K, r: K.inverse_kinematics(r, np.eye(4), tol_position=-1), ["tol_position", "> 0"]),
+    (lambda K, r: K.inverse_kinematics(r, np.eye(4), dofs0=[1, 2]), ["dofs0", "6 finite numbers"]),
+    (lambda K, r: K.inverse_kinematics(r, np.eye(4), restarts=1.5), ["restarts", "whole number"]),
+    (lambda K, r: K.joint_values(r, np.zeros(2)), ["puma560", "6 DOF values", "(2,)"]),
+])
+def test_kinematics_arguments_are_named(puma, call, words):
+    with pytest.raises(ValueError) as e:
+        call(K, puma)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+
+
+def test_ik_still_solves(puma):
+    """With the checks in place IK still reaches a reachable pose to its tolerances (1 um, 1 urad)."""
+    q = K.joint_values(puma, np.array([0.3, -0.4, 0.5, 0.2, -0.3, 0.4]))
+    X = K.forward_kinematics(puma, q)[6]
+    ik = K.inverse_kinematics(puma, X)
+    assert ik.success and ik.position_error < 1e-6 and ik.rotation_error < 1e-6
+    X_ik = K.forward_kinematics(puma, K.joint_values(puma, ik.dofs))[6]
+    assert np.abs(X_ik[:3, 3] - X[:3, 3]).max() < 1e-6
