@@ -171,3 +171,23 @@ def test_ik_still_solves(puma):
     assert ik.success and ik.position_error < 1e-6 and ik.rotation_error < 1e-6
     X_ik = K.forward_kinematics(puma, K.joint_values(puma, ik.dofs))[6]
     assert np.abs(X_ik[:3, 3] - X[:3, 3]).max() < 1e-6
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"restarts": 0}, ["restarts", ">= 1", "0"]),
+    ({"restarts": 2.5}, ["restarts", "whole number"]),
+    ({"seed": "x"}, ["seed", "whole number", "'x'"]),
+    ({"seed": -1}, ["seed", ">= 0"]),
+    ({"candidates": 0}, ["candidates", ">= 1"]),
+    ({"rank": "robust", "robust_seed": 1.5}, ["robust_seed", "whole number"]),
+])
+def test_planner_arguments_are_named(kw, words):
+    """Before: restarts=0 said the hand could not reach the object (0 states tried), 2.5 raised a
+    TypeError, a text seed int()'s message; now each names its argument before any search."""
+    from graspsim.planner import plan_grasps
+
+    w = graspsim.load_world(ROOT / "worlds/parallel_jaw_box.yaml")
+    with pytest.raises(ValueError) as e:
+        plan_grasps(w, "gripper", "box", iterations=10, **kw)
+    for word in words:
+        assert word in str(e.value), (word, str(e.value))

@@ -314,6 +314,12 @@ def _check_budget(seconds, iterations) -> None:
         raise ValueError(f"iterations must be a whole number, got {iterations!r}")
 
 
+def _check_whole(name: str, v, least: int) -> None:
+    """ValueError naming ``name`` unless ``v`` is a whole number (not a bool) >= ``least``."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+        raise ValueError(f"{name} must be a whole number >= {least}, got {v!r}")
+
+
 def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | None = None,  # noqa: A002
                 iterations: int | None = None, energy: str = "contact", seed: int = 0, restarts: int = 4,
                 candidates: int | None = None, log: list | None = None, rank: str = "quality",
@@ -346,6 +352,12 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
     _check_budget(seconds, iterations)
     if not (isinstance(n, int) and n > 0):
         raise ValueError(f"n must be a whole number > 0, got {n!r}")
+    _check_whole("restarts", restarts, 1)
+    _check_whole("seed", seed, 0)
+    if candidates is not None:
+        _check_whole("candidates", candidates, 1)
+    if robust_seed is not None:
+        _check_whole("robust_seed", robust_seed, 0)
     if rank not in ("quality", "robust"):
         raise ValueError(f"rank must be 'quality' or 'robust', got {rank!r}")
     if rank == "robust" and (isinstance(robust_samples, bool) or not isinstance(robust_samples, int)
