@@ -9,6 +9,7 @@ The good inputs still give what they gave (checked against FCL-free closed forms
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -191,3 +192,27 @@ def test_planner_arguments_are_named(kw, words):
         plan_grasps(w, "gripper", "box", iterations=10, **kw)
     for word in words:
         assert word in str(e.value), (word, str(e.value))
+
+
+def test_rigidbody_algorithms_refuse_non_finite_inputs(puma):
+    """RNEA, CRBA and the forward dynamics returned NaN torques / accelerations for a NaN input;
+    now the argument and entry are named.  Valid input: RNEA inverts the ABM forward dynamics
+    (tau -> qdd -> tau to 1e-9 N m)."""
+    from graspsim import rigidbody as R
+
+    m = R.from_robot(puma)
+    n = m.nv
+    z = np.zeros(n)
+    bad = z.copy()
+    bad[2] = np.nan
+    for call, words in ((lambda: R.rnea(m, bad, z, z), "q[2]"), (lambda: R.rnea(m, z, z, bad), "qdd[2]"),
+                        (lambda: R.mass_matrix(m, bad), "q[2]"),
+                        (lambda: R.forward_dynamics(m, z, z, bad), "tau[2]"),
+                        (lambda: R.forward_dynamics_abm(m, z, bad, z), "qd[2]"),
+                        (lambda: R.tree_coordinates(m, bad), "q[2]")):
+        with pytest.raises(ValueError, match=rf"{re.escape(words)} must be a finite number, got .*nan"):
+            call()
+    rng = np.random.default_rng(5)
+    q, qd, tau = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-5, 5, n)
+    qdd = R.forward_dynamics_abm(m, q, qd, tau)
+    assert np.abs(R.rnea(m, q, qd, qdd) - tau).max() < 1e-9

@@ -51,9 +51,7 @@ def tree_coordinates(model: RigidBodyModel, q: np.ndarray, qd: np.ndarray | None
                      qdd: np.ndarray | None = None) -> tuple:
     """Tree ``(q, qd, qdd)`` from DOF coordinates (entries given as None stay None)."""
     a = _aux(model)
-    q = np.asarray(q, dtype=float)
-    if q.shape != (model.nqd,):
-        raise ValueError(f"q must have shape ({model.nqd},), got {q.shape}")
+    q = _rnea._vec(q, model.nqd, "q")
     qo, vo = a["qo"], a["vo"]
     qt = np.empty(model.nq)
     qt[:qo] = q[:qo]
@@ -63,10 +61,7 @@ def tree_coordinates(model: RigidBodyModel, q: np.ndarray, qd: np.ndarray | None
         if x is None:
             out.append(None)
         else:
-            x = np.asarray(x, dtype=float)
-            if x.shape != (model.nvd,):
-                raise ValueError(f"velocities/accelerations must have shape ({model.nvd},), got {x.shape}")
-            out.append(model.Rq @ x)
+            out.append(model.Rq @ _rnea._vec(x, model.nvd, "qd" if x is qd else "qdd"))
     return tuple(out)
 
 

@@ -8,6 +8,8 @@ generalised forces are the base wrench ``[moment about the base origin; force]``
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import _kernels as K
@@ -17,9 +19,17 @@ __all__ = ["rnea", "bias_forces", "gravity_forces", "rnea_free_floating"]
 
 
 def _vec(x, n: int, name: str) -> np.ndarray:
-    a = np.ascontiguousarray(x, dtype=np.float64)
+    """``x`` as a C-contiguous float (n,) array; ValueError naming ``name`` (and the entry) unless
+    it has that shape and only finite numbers (a NaN would come out as NaN torques or accelerations)."""
+    try:
+        a = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {n} numbers, got {x!r}") from None
     if a.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {a.shape}")
+    if not math.isfinite(np.add.reduce(a)):
+        i = int(np.flatnonzero(~(np.abs(a) < 1e150))[0])
+        raise ValueError(f"{name}[{i}] must be a finite number, got {a[i]!r}")
     return a
 
 
