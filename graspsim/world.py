@@ -163,6 +163,18 @@ class RobotHandle:
         return f"<Robot {self.name}: {len(self.dof_names)} DOFs, {len(self.description.links)} links>"
 
 
+class _ByName(dict):
+    """A world's robots or bodies by name: a dict whose KeyError for a missing name says what the
+    world has (``world.robots['nope']`` -> "world 'w' has no robot 'nope'; robots: barrett")."""
+
+    def __init__(self, owner: str, kind: str, plural: str, items: dict):
+        super().__init__(items)
+        self._owner, self._kind, self._plural = owner, kind, plural
+
+    def __missing__(self, key):
+        raise KeyError(f"{self._owner} has no {self._kind} {key!r}; {self._plural}: {', '.join(self) or 'none'}")
+
+
 class BodyHandle:
     """An object or obstacle of a world: its description and pose."""
 
@@ -220,8 +232,10 @@ class World:
         else:
             self.check_state(state)
         self.state = state
-        self.robots = {r.name: RobotHandle(self, i) for i, r in enumerate(description.robots)}
-        self.bodies = {b.name: BodyHandle(self, i) for i, b in enumerate(description.bodies)}
+        self.robots = _ByName(f"world '{description.name}'", "robot", "robots",
+                              {r.name: RobotHandle(self, i) for i, r in enumerate(description.robots)})
+        self.bodies = _ByName(f"world '{description.name}'", "object or obstacle", "bodies",
+                              {b.name: BodyHandle(self, i) for i, b in enumerate(description.bodies)})
 
     @property
     def table(self) -> BodyTable:

@@ -216,3 +216,36 @@ def test_rigidbody_algorithms_refuse_non_finite_inputs(puma):
     q, qd, tau = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-5, 5, n)
     qdd = R.forward_dynamics_abm(m, q, qd, tau)
     assert np.abs(R.rnea(m, q, qd, qdd) - tau).max() < 1e-9
+
+
+def test_auto_grasp_and_lift_arguments_are_named(world):
+    """Before: a NaN or negative timeout returned a result of a run that never ran, a zero lift
+    duration raised ZeroDivisionError, a negative hold or slip tolerance was taken, an unknown hand
+    or object was a bare KeyError('nope')."""
+    from graspsim.control import dynamic_auto_grasp, lift_test, static_auto_grasp
+
+    w = world
+    with pytest.raises(KeyError, match="world 'barrett_mug' has no robot 'nope'; robots: barrett"):
+        static_auto_grasp(w, "nope")
+    with pytest.raises(KeyError, match="has no object or obstacle 'cup'; bodies: mug, table"):
+        static_auto_grasp(w, "barrett", obj="cup")
+    with pytest.raises(KeyError, match="no robot 'nope'"):
+        dynamic_auto_grasp(w, "nope")
+    for kw, words in (({"max_step": 0}, "max_step must be a finite number > 0"),
+                      ({"max_iterations": 1.5}, "max_iterations must be a whole number >= 1")):
+        with pytest.raises(ValueError, match=words):
+            static_auto_grasp(w, "barrett", **kw)
+    for kw, words in (({"timeout": float("nan")}, "timeout must be a finite number > 0"),
+                      ({"timeout": -1.0}, "timeout must be a finite number > 0"),
+                      ({"settle_speed": -1.0}, "settle_speed must be"),
+                      ({"settle_time": float("inf")}, "settle_time must be a finite number >= 0")):
+        with pytest.raises(ValueError, match=words):
+            dynamic_auto_grasp(w, "barrett", **kw)
+    r = dynamic_auto_grasp(w, "barrett", obj="mug", timeout=0.05)
+    t_end = r.sim.time
+    for kw, words in (({"height": float("nan")}, "height must be"), ({"duration": 0}, "duration must be"),
+                      ({"hold": -1}, "hold must be a finite number >= 0"),
+                      ({"slip_tolerance": -1}, "slip_tolerance must be")):
+        with pytest.raises(ValueError, match=words):
+            lift_test(r, **kw)
+    assert r.sim.time == t_end          # refused before anything moved

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import kinematics
+from .arguments import object_name, positive, whole
 from .explain import Breakaway, DofStop
 
 __all__ = ["StaticGraspResult", "static_auto_grasp"]
@@ -89,9 +90,12 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
     from ..errors import CollisionError
 
     h = world.robots[hand]
+    object_name(world, obj)
+    max_step = positive("max_step", max_step)
+    max_iterations = whole("max_iterations", max_iterations, 1)
     robot = h.description
     ri = h.index
-    thr = world.description.contact_threshold if threshold is None else threshold
+    thr = world.description.contact_threshold if threshold is None else positive("threshold", threshold)
     model = model_for(world, thr)
     t = world.table
     hand_bodies = set(int(i) for i in t.robot_links[ri])

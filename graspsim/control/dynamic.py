@@ -18,6 +18,7 @@ import numpy as np
 import sys
 
 from .. import kinematics, spatial
+from .arguments import object_name, positive
 from .explain import Breakaway, DofEnd
 from .pd import PDController
 from .trajectory import JointTrajectory, quintic
@@ -198,6 +199,11 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
 
     from ..dynamics import Simulator
 
+    world.robots[hand]
+    object_name(world, obj)
+    timeout = positive("timeout", timeout)
+    settle_speed = positive("settle_speed", settle_speed)
+    settle_time = positive("settle_time", settle_time, zero=True)
     obj = _object_name(world, obj)
     if sim is None:
         sim = Simulator(world, dt, **sim_options)
@@ -304,6 +310,10 @@ def lift_test(result: DynamicGraspResult, height: float = 0.1, duration: float =
     import time as _t
 
     sim, ctl, hand, obj = result.sim, result.controller, result.hand, result.obj
+    height = positive("height", height)
+    duration = positive("duration", duration)
+    hold = positive("hold", hold, zero=True)
+    slip_tolerance = positive("slip_tolerance", slip_tolerance)
     if obj is None:
         raise ValueError("lift_test needs the grasped object (name it with obj=...)")
     world = sim.world
