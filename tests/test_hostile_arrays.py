@@ -87,7 +87,15 @@ def test_collision_model_refuses_non_finite_poses(world):
                  lambda: m.penetration_depth(0, io, P)):
         with pytest.raises(ValueError) as e:
             call()
-        assert "'mug'" in str(e.value) and "not finite" in str(e.value), str(e.value)
+        assert "'mug'" in str(e.value) and "non-finite" in str(e.value), str(e.value)
+    P = world.body_poses()
+    P[io, :3, :3] *= 1.01             # a scaled rotation: the kernels assume rigid poses
+    with pytest.raises(ValueError, match=r"body 'mug' \(index 9\) rotation part is not orthonormal"):
+        m.contacts(P)
+    P = world.body_poses()
+    P[io, 2, 3] = 1e200               # finite, but the kernels' squares overflow
+    with pytest.raises(ValueError, match=r"body 'mug' \(index 9\) has an entry beyond 1e150"):
+        m.penetrating(P)
 
 
 @pytest.mark.parametrize("pairs, words", [
@@ -210,7 +218,7 @@ def test_rigidbody_algorithms_refuse_non_finite_inputs(puma):
                         (lambda: R.forward_dynamics(m, z, z, bad), "tau[2]"),
                         (lambda: R.forward_dynamics_abm(m, z, bad, z), "qd[2]"),
                         (lambda: R.tree_coordinates(m, bad), "q[2]")):
-        with pytest.raises(ValueError, match=rf"{re.escape(words)} must be a finite number, got .*nan"):
+        with pytest.raises(ValueError, match=rf"{re.escape(words)} must be a finite number below 1e150 in magnitude, got .*nan"):
             call()
     rng = np.random.default_rng(5)
     q, qd, tau = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-5, 5, n)
@@ -249,3 +257,72 @@ def test_auto_grasp_and_lift_arguments_are_named(world):
         with pytest.raises(ValueError, match=words):
             lift_test(r, **kw)
     assert r.sim.time == t_end          # refused before anything moved
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fuzz_array_apis(world, barrett, puma, seed):
+    """Random hostile arguments (NaN, inf, 1e300 entries, sheared or wrong-shaped poses, bad pair
+    and body indices, strings, None, ragged lists, int32) into the array APIs: every outcome is a
+    ValueError or KeyError, or a finite result -- never another exception from deep inside (before:
+    IndexError, TypeError, a ZeroDivisionError inside the contact kernel, NaN torques)."""
+    import random
+
+    from graspsim import rigidbody as R
+    from graspsim.grasp import analyze
+
+    rng = random.Random(seed)
+    m = model_for(world)
+    P = world.body_poses()
+    n = len(P)
+    rb = R.from_robot(puma)
+
+    def arr(*shapes):
+        if rng.random() < 0.1:
+            return rng.choice(["abc", None, [], [[1, 2], [3]], 5, object()])
+        a = np.random.default_rng(rng.randrange(10**6)).normal(size=rng.choice(shapes))
+        if rng.random() < 0.3:
+            a = np.zeros_like(a)
+        if a.size and rng.random() < 0.5:
+            a.flat[rng.randrange(a.size)] = rng.choice([np.nan, np.inf, 1e300, -np.inf])
+        pick = rng.random()
+        return a.tolist() if pick < 0.2 else a.astype(np.int32) if pick < 0.3 and np.isfinite(a).all() else a
+
+    def poses():
+        return P.copy() if rng.random() < 0.3 else arr((n, 4, 4), (n - 1, 4, 4))
+
+    def pairs():
+        return rng.choice([None, [(0, 9)], [(0, n)], [(-1, 2)], [(0.5, 1)], np.array([[0, 9]], float), "ab",
+                           [[0, 9, 1]], 5, np.array([[0, 9]], np.int32)])
+
+    calls = [
+        lambda: K.forward_kinematics(barrett, arr((8,), (7,), (8, 1)), rng.choice([None, arr((4, 4), (3, 3))])),
+        lambda: K.link_poses(barrett, arr((8,), (7,), (8, 1)), rng.choice([None, arr((4, 4), (3, 3))])),
+        lambda: K.jacobian(puma, arr((6,), (5,)), None, rng.choice([0, 6, 7, -1, 2.5, "a"]),
+                           rng.choice([None, arr((3,), (2,))])),
+        lambda: K.inverse_kinematics(puma, arr((4, 4), (3, 3)), max_iterations=3, restarts=0),
+        lambda: m.contacts(poses(), pairs=pairs()),
+        lambda: m.penetrating(poses(), pairs=pairs()),
+        lambda: m.pair_separations(P, pairs() or [(0, 9)]),
+        lambda: m.distance(rng.choice([0, 9, n, -1, 1.5, "a"]), rng.choice([9, 0, n]), poses()),
+        lambda: R.rnea(rb, arr((6,), (5,)), arr((6,)), arr((6,))),
+        lambda: R.forward_dynamics(rb, arr((6,)), arr((6,)), arr((6,), (7,))),
+        lambda: analyze(arr((3, 3), (2, 3)), arr((3, 3)), rng.choice([0.5, -1, np.nan, [0.5] * 3, "x"]),
+                        center=arr((3,), (2,)), torque_scale=rng.choice([0.05, 0, np.nan, -1])),
+    ]
+    outcomes = {"error": 0, "result": 0}
+    with np.errstate(all="ignore"):
+        for _ in range(120):
+            for call in calls:
+                try:
+                    out = call()
+                except (ValueError, KeyError) as e:
+                    assert str(e), "an error without a message"
+                    outcomes["error"] += 1
+                    continue
+                outcomes["result"] += 1
+                for a in (out if isinstance(out, tuple) else (out,)):
+                    if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+                        assert np.isfinite(a).all(), "a non-finite result"
+                if hasattr(out, "point"):
+                    assert np.isfinite(out.point).all() and np.isfinite(out.separation).all()
+    assert outcomes["error"] > 100 and outcomes["result"] > 50, outcomes

@@ -26,6 +26,7 @@ import numpy as np
 from . import kernels as K
 from . import _intersect_kernel as IX
 from ._simplify_kernel import REGION_COS_TOL, limit_regions_in_place
+from ..spatial import RIGID_TOL, rigid_problem
 from .pool import CYLINDER, NONE, GeometryPool
 
 __all__ = ["CollisionModel", "CollisionData", "ContactSet", "MAX_THRESHOLD"]
@@ -266,25 +267,25 @@ class CollisionModel:
 
     def shape_poses(self, poses: np.ndarray) -> np.ndarray:
         """World poses (S, 4, 4) of the shape frames S from the body poses (X_WS = X_WL X_LS)."""
-        poses = np.asarray(poses, dtype=np.float64)
+        try:
+            poses = np.asarray(poses, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"poses must be a ({len(self._valid)}, 4, 4) array of body poses, got "
+                             f"{type(poses).__name__}") from None
         if poses.shape != (len(self._valid), 4, 4):
             raise ValueError(f"poses must be ({len(self._valid)}, 4, 4), got {poses.shape}")
-        # a NaN pose would give NaN contacts (or "interpenetrating") silently; one sum (~1 us) is
-        # the check, the bodies are named only when it fails
-        if not math.isfinite(np.add.reduce(poses.ravel())):
-            self._bad_poses(poses)
+        # a NaN or sheared pose gave NaN contacts, "interpenetrating" pairs or a division by zero
+        # inside the kernels; one compiled pass (~0.3 us) is the check, the body is named when it fails
+        i = K.bad_pose(np.ascontiguousarray(poses), RIGID_TOL)
+        if i >= 0:
+            problem = rigid_problem(poses[i]) or "has an entry beyond 1e150 in magnitude"
+            raise ValueError(f"poses: the pose of body '{self.table.names[i]}' (index {i}) {problem}; every body "
+                             "pose must be a finite rigid 4x4 transform")
         if self._one_to_one:
             if not self._offset:
                 return np.ascontiguousarray(poses)
             return np.matmul(poses, self._X_LS)
         return np.matmul(poses[self._shape_body], self._X_LS)
-
-    def _bad_poses(self, poses: np.ndarray) -> None:
-        """ValueError naming the bodies whose poses are not finite (or so large that they sum to inf)."""
-        bad = np.flatnonzero(~(np.abs(poses) < 1e150).all(axis=(1, 2)))
-        names = ", ".join(f"'{self.table.names[i]}' (index {i})" for i in bad[:5].tolist())
-        raise ValueError(f"poses: the pose of body {names}{' and others' if len(bad) > 5 else ''} is not finite "
-                         "(NaN, inf or beyond 1e150); every body pose must be a finite 4x4 transform")
 
     def _checked_pairs(self, pairs) -> np.ndarray:
         """``pairs`` as a C-contiguous (k, 2) int64 array of body indices (table order); ValueError
@@ -295,11 +296,15 @@ class CollisionModel:
             # the callers' usual form (one reduction: a negative index is a huge unsigned one)
             if int(pairs.view(np.uint64).max()) < n:
                 return pairs
-        a = np.asarray(pairs)
-        if a.size == 0:
+        try:
+            a = np.asarray(pairs)
+        except (TypeError, ValueError):
+            a = np.asarray(None)
+        if a.size == 0 and a.dtype.kind in "iuf":
             return np.zeros((0, 2), np.int64)
-        if a.dtype.kind not in "iu" or a.ndim > 2 or a.shape[-1] != 2:
-            if a.dtype.kind == "f" and a.shape[-1:] == (2,) and a.ndim <= 2 and np.all(a == np.round(a)):
+        if a.dtype.kind not in "iu" or a.ndim not in (1, 2) or a.shape[-1] != 2:
+            if (a.dtype.kind == "f" and a.ndim in (1, 2) and a.shape[-1] == 2 and np.isfinite(a).all()
+                    and np.all(a == np.round(a))):
                 a = a.astype(np.int64)      # whole numbers typed as floats
             else:
                 raise ValueError(f"pairs must be (k, 2) whole body indices in [0, {n}), got an array of shape "

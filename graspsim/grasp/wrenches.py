@@ -104,7 +104,11 @@ def _finite_rows(name: str, a: FloatArray) -> None:
 
 
 def _as_rows(name: str, x: ArrayLike, k: int | None, width: int) -> FloatArray:
-    a = np.asarray(x, dtype=np.float64)
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a ({'k' if k is None else k}, {width}) array of numbers, "
+                         f"got {type(x).__name__}") from None
     if a.ndim == 1 and a.shape[0] == width and k in (None, 1):
         a = a[None, :]
     if a.ndim != 2 or a.shape[1] != width or (k is not None and a.shape[0] != k):

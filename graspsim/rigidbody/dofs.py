@@ -105,7 +105,7 @@ def forward_dynamics(model: RigidBodyModel, q: np.ndarray, qd: np.ndarray, tau: 
     """DOF accelerations (nvd,) for DOF forces ``tau`` (nvd,) by ``method`` 'abm', 'modified_abm' or 'crb'."""
     a = _aux(model)
     qt, qdt, _ = tree_coordinates(model, q, qd)
-    tau = np.asarray(tau, dtype=float)
+    tau = _rnea._vec(tau, model.nvd, "tau")
     if method == "crb":
         if a["identity"]:
             return _crbm.forward_dynamics_crb(model, qt, qdt, tau, f_ext, gravity)

@@ -8,8 +8,6 @@ generalised forces are the base wrench ``[moment about the base origin; force]``
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import _kernels as K
@@ -27,9 +25,10 @@ def _vec(x, n: int, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be {n} numbers, got {x!r}") from None
     if a.shape != (n,):
         raise ValueError(f"{name} must have shape ({n},), got {a.shape}")
-    if not math.isfinite(np.add.reduce(a)):
-        i = int(np.flatnonzero(~(np.abs(a) < 1e150))[0])
-        raise ValueError(f"{name}[{i}] must be a finite number, got {a[i]!r}")
+    if not float(a @ a) < 1e300:              # a NaN, an inf or an entry beyond ~1e150 (they overflow)
+        big = np.flatnonzero(~(np.abs(a) < 1e150))
+        i = int(big[0]) if len(big) else int(np.argmax(np.abs(a)))
+        raise ValueError(f"{name}[{i}] must be a finite number below 1e150 in magnitude, got {a[i]!r}")
     return a
 
 
