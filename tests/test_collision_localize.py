@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from graspsim.collision import localize_impact, localize_joint_limit, model_for
@@ -72,6 +72,7 @@ def test_mesh_ball_and_mesh_cube_land_within_threshold(world, speed):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(speed=st.floats(0.05, 20.0), tilt=st.floats(0.0, 80.0), yaw=st.floats(0.0, 180.0),
        spin=st.floats(-2000.0, 2000.0))
+@example(speed=1.0, tilt=50.0, yaw=68.0, spin=0.0)     # FCL's distance was 1.98e-6 m off the closed form
 def test_capsule_landing_from_any_speed_and_attitude(world, speed, tilt, yaw, spin):
     m = model_for(world)
     R0 = rot("z", yaw) @ rot("x", tilt)
@@ -93,7 +94,11 @@ def test_capsule_landing_from_any_speed_and_attitude(world, speed, tilt, yaw, sp
         low = min((cap[:3, :3] @ [0.0, 0.0, e] + cap[:3, 3])[2] for e in (-0.0225, 0.0225))
         top = table[2, 3] + m._P[2][m._bstart[t.index["table"]]][2]
         assert 0 < low - 0.01 - top <= THR
-        assert abs(gap_of(world, "cap", "table", P) - (low - 0.01 - top)) < 1e-6
+        # the contact kernel's separation (what the search measures) to rounding; FCL's distance
+        # is not a reference here: off by up to 2e-6 m for this capsule (speed 1 m/s, tilt 50 deg,
+        # yaw 68 deg: 1.98e-6)
+        i, j = t.index["cap"], t.index["table"]
+        assert abs(m.contact_separations(P, [(i, j)])[0] - (low - 0.01 - top)) < 1e-12
     assert m.penetrating(move(s)) == []
 
 
