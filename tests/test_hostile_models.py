@@ -103,6 +103,11 @@ CASES = {
     "mesh_dev_zero": (lambda t: (_link(t, "z.stl", "/dev/zero"),
                                  _w(t, "o.yaml", OBJ.replace("{box: [0.1, 0.1, 0.1]}", "{mesh: z.stl}")))[1],
                       ["shape.mesh", "found a device"]),
+    # a bare mesh file (no YAML: its convex hull stands in for an open mesh's mass properties)
+    "mesh_one_triangle": (lambda t: _w(t, "m.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"),
+                          ["m.obj", "mesh is flat", "no volume"]),       # (a bare QhullError before)
+    "mesh_flat_square": (lambda t: _w(t, "m.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 2 4 3\n"),
+                         ["m.obj", "mesh is flat"]),
     # -- physically meaningless values: refused with the range named ---------------------------
     "mass_1e300": (lambda t: _w(t, "o.yaml", OBJ.replace("mass: 1", "mass: 1e300")), ["mass", "[1e-06, 10000] kg"]),
     "density_tiny": (lambda t: _w(t, "o.yaml", OBJ.replace("mass: 1", "density: 1e-30")), ["density", "kg/m^3"]),

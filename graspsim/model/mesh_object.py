@@ -54,9 +54,17 @@ def hull_shape(shape: Shape) -> Shape:
     """The convex hull of a mesh shape, same frame and source, watertight by construction."""
     import trimesh
 
-    h = trimesh.Trimesh(np.asarray(shape.vertices), np.asarray(shape.faces), process=True).convex_hull
-    if h.volume <= 0:
-        raise ModelError("mesh is flat: its convex hull has no volume", file=shape.source)
+    from scipy.spatial import QhullError
+
+    flat = ModelError("mesh is flat (fewer than 4 points off one plane): its convex hull has no volume",
+                      file=shape.source)
+    with np.errstate(divide="ignore", invalid="ignore"):    # (trimesh divides by a flat mesh's zero volume)
+        try:
+            h = trimesh.Trimesh(np.asarray(shape.vertices), np.asarray(shape.faces), process=True).convex_hull
+        except QhullError:        # qhull refuses fewer than 4 points or points in one plane
+            raise flat from None
+        if not h.volume > 0:
+            raise flat
     faces = np.asarray(h.faces, dtype=np.int64)
     faces.setflags(write=False)
     return Shape(kind="mesh", size=(), X_LS=shape.X_LS, mesh=(_ro(h.vertices), faces),
@@ -69,9 +77,10 @@ def mass_shape(shape: Shape, *, stacklevel: int = 3) -> Shape:
     convex hull, with a one-line :class:`MeshWarning` naming the file."""
     if shape.kind != "mesh" or shape.watertight:
         return shape
+    hull = hull_shape(shape)      # (first: a flat mesh is refused without a warning about its hull)
     warnings.warn(f"{shape.source}: mesh is not watertight; its convex hull gives the mass, centre of mass "
                   "and inertia (contact uses its triangles)", MeshWarning, stacklevel=stacklevel)
-    return hull_shape(shape)
+    return hull
 
 
 def inertial_for(shape: Shape, *, mass: float | None, density: float | None) -> tuple[Inertial, str]:
