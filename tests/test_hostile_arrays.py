@@ -326,3 +326,30 @@ def test_fuzz_array_apis(world, barrett, puma, seed):
                 if hasattr(out, "point"):
                     assert np.isfinite(out.point).all() and np.isfinite(out.separation).all()
     assert outcomes["error"] > 100 and outcomes["result"] > 50, outcomes
+
+
+def test_cartesian_line_arguments_are_named(puma):
+    """PDController.move_line / cartesian_line: a 3x3 target or a bad link raised IndexError, a NaN
+    duration int()'s message; now each names the robot and argument.  A valid line still ends at
+    its target (1 um, by forward kinematics of its last set point)."""
+    from graspsim.control import cartesian_line
+
+    q0 = np.array([0.1, -0.5, 0.4, 0.1, 0.3, 0.2])
+    X0 = K.forward_kinematics(puma, K.joint_values(puma, q0))[6]
+    X1 = X0.copy()
+    X1[:3, 3] += [0.02, -0.01, 0.03]
+    for kw, words in (({"X_target": np.eye(3)}, ["puma560", "X_target", "4x4"]),
+                      ({"X_target": np.full((4, 4), np.nan)}, ["X_target", "non-finite"]),
+                      ({"link": 99}, ["link", "[0, 7)", "99"]),
+                      ({"duration": float("nan")}, ["duration", "finite time > 0"]),
+                      ({"duration": 0.0}, ["duration"]),
+                      ({"dt": -0.01}, ["dt"]),
+                      ({"X_LE": np.eye(3)}, ["X_LE", "4x4"])):
+        args = {"X_target": X1, "duration": 0.5, **kw}
+        with pytest.raises(ValueError) as e:
+            cartesian_line(puma, q0, args.pop("X_target"), **args)
+        for w in words:
+            assert w in str(e.value), (w, str(e.value))
+    tr = cartesian_line(puma, q0, X1, duration=0.5, dt=0.05)
+    X_end = K.forward_kinematics(puma, K.joint_values(puma, tr.q1))[6]
+    assert np.abs(X_end[:3, 3] - X1[:3, 3]).max() < 1e-6

@@ -6,6 +6,8 @@ acceleration.  Units: rad or m, seconds.
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,9 +107,18 @@ def cartesian_line(robot: Robot, dofs0: np.ndarray, X_target: np.ndarray, *, dur
     from its current pose to ``X_target``, sampled every ``dt`` s and turned into DOF set points by
     IK (each sample seeded with the previous one).  Raises :class:`TrajectoryError` if a sample is
     unreachable within the joint limits."""
+    what = f"Cartesian line of robot '{robot.name}'"
     if link is None:
         link = robot.joints[-1].child
-    X_LE = np.eye(4) if X_LE is None else X_LE
+    if isinstance(link, bool) or not isinstance(link, numbers.Integral) or not 0 <= link < len(robot.links):
+        raise ValueError(f"{what}: link must be a link index in [0, {len(robot.links)}), got {link!r}")
+    X_target = spatial.check_rigid(X_target, f"{what}: X_target")
+    X_LE = np.eye(4) if X_LE is None else spatial.check_rigid(X_LE, f"{what}: X_LE")
+    for name, v, least in (("duration", duration, 0.0), ("dt", dt, 0.0)):
+        if not (isinstance(v, numbers.Real) and math.isfinite(v) and v > least):
+            raise ValueError(f"{what}: {name} must be a finite time > 0 (s), got {v!r}")
+    if not (isinstance(t0, numbers.Real) and math.isfinite(t0)):
+        raise ValueError(f"{what}: t0 must be a finite time (s), got {t0!r}")
     q = np.asarray(dofs0, dtype=float).copy()
     X0 = kinematics.forward_kinematics(robot, kinematics.joint_values(robot, q), X_WB)[link] @ X_LE
     p0, p1 = X0[:3, 3], X_target[:3, 3]
@@ -116,7 +127,7 @@ def cartesian_line(robot: Robot, dofs0: np.ndarray, X_target: np.ndarray, *, dur
     ts = np.linspace(0.0, duration, n)
     qs = np.empty((n, len(q)))
     for i, t in enumerate(ts):
-        s = quintic(t / duration)[0] if duration > 0 else 1.0
+        s = quintic(t / duration)[0]
         X = spatial.transform(spatial.quat_to_matrix(spatial.slerp(r0, r1, s)), p0 + s * (p1 - p0))
         res = kinematics.inverse_kinematics(robot, X, link=link, X_WB=X_WB, dofs0=q, X_LE=X_LE, restarts=0,
                                             tol_position=1e-7, tol_rotation=1e-6)
