@@ -353,3 +353,16 @@ def test_cartesian_line_arguments_are_named(puma):
     tr = cartesian_line(puma, q0, X1, duration=0.5, dt=0.05)
     X_end = K.forward_kinematics(puma, K.joint_values(puma, tr.q1))[6]
     assert np.abs(X_end[:3, 3] - X1[:3, 3]).max() < 1e-6
+
+
+def test_distance_of_a_body_to_itself_is_refused(world):
+    """It returned a distance of a body to itself; the two-body queries now say so."""
+    from graspsim.collision import closest_points
+
+    with pytest.raises(ValueError, match="two different bodies, got 'mug' twice"):
+        closest_points(world, "mug", "mug")
+    io = world.table.index["mug"]
+    with pytest.raises(ValueError, match=r"two different bodies, got body 9 \('mug'\) twice"):
+        model_for(world).distance(io, io, world.body_poses())
+    d, pa, pb = closest_points(world, "mug", "table")     # the mug stands on the table
+    assert abs(d) <= 1e-6 and abs(pa[2] - pb[2]) <= 1e-6

@@ -20,6 +20,8 @@ def closest_points(world, body_a: str, body_b: str, *, threshold: float | None =
             from ..errors import did_you_mean
 
             raise KeyError(f"no body '{n}'{did_you_mean(n, t.index)}")
+    if body_a == body_b:
+        raise ValueError(f"closest_points needs two different bodies, got '{body_a}' twice")
     m = model_for(world, threshold)
     d, pa, pb = m.distance(t.index[body_a], t.index[body_b], world.body_poses())
     return float(d), np.asarray(pa), np.asarray(pb)

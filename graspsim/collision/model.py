@@ -600,6 +600,8 @@ class CollisionModel:
         points are that vertex.
         """
         i, j = self._body(i, "i"), self._body(j, "j")
+        if i == j:
+            raise ValueError(f"distance needs two different bodies, got body {i} ('{self.table.names[i]}') twice")
         d = self.data if data is None else data
         X = self.shape_poses(poses)
         self._place(X, (i, j), d)
