@@ -355,9 +355,11 @@ def test_cartesian_line_arguments_are_named(puma):
     assert np.abs(X_end[:3, 3] - X1[:3, 3]).max() < 1e-6
 
 
-def test_distance_of_a_body_to_itself_is_refused(world):
+def test_distance_of_a_body_to_itself_is_refused():
     """It returned a distance of a body to itself; the two-body queries now say so."""
     from graspsim.collision import closest_points
+
+    world = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")     # (as loaded: the mug on the table)
 
     with pytest.raises(ValueError, match="two different bodies, got 'mug' twice"):
         closest_points(world, "mug", "mug")
