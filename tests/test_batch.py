@@ -778,3 +778,33 @@ def test_dynamic_mode_runs_the_lift_test_or_says_what_is_missing(tmp_path):
     assert r["status"] == "ok", r["error"]
     assert r["held"] in (0, 1) and r["dropped"] in (0, 1) and r["slip"] is not None and r["lifted"] is not None
     assert r["epsilon"] > 0 and r["t_dynamic"] > 0
+
+
+def test_a_ctrl_c_inside_a_kernel_stops_the_run_instead_of_failing_a_candidate(monkeypatch):
+    """A SIGINT that lands while a compiled kernel calls back into Python (numba's boxing) surfaces
+    as the kernel's SystemError caused by the KeyboardInterrupt.  The evaluator recorded it as the
+    candidate's error and the run went on to exit 0 (seen: candidate 6 'error: SystemError:
+    _Kernel(hull_search) returned a result with an exception set', the kill test's Ctrl-C lost).
+    Now it is the user's stop: KeyboardInterrupt, no row.  Any other exception is still recorded."""
+    from graspsim.batch.evaluate import Evaluator
+
+    cfg = load_config(SMALL)
+    ev = Evaluator(cfg)
+    cand = generate_candidates(cfg, {"mug": object_geometry(ev.scene("mug").world, "mug")})[0]
+
+    def interrupted_kernel(*a, **k):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as ki:
+            raise SystemError("_Kernel(<function hull_search>) returned a result with an exception set") from ki
+
+    monkeypatch.setattr(Evaluator, "_evaluate", lambda self, sc, c, row: interrupted_kernel())
+    with pytest.raises(KeyboardInterrupt):
+        ev.evaluate(cand)
+
+    def failing(*a, **k):
+        raise SystemError("a kernel's own failure")
+
+    monkeypatch.setattr(Evaluator, "_evaluate", lambda self, sc, c, row: failing())
+    row = ev.evaluate(cand)
+    assert row["status"] == "error" and row["error_kind"] == "SystemError"

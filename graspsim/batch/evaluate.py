@@ -66,6 +66,17 @@ def dynamic_api():
     return dynamic_auto_grasp, lift_test
 
 
+def _interrupted(e: BaseException) -> bool:
+    """Was ``e`` caused (directly or through its chain) by a KeyboardInterrupt?"""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+
+
 def _json_floats(x) -> str:
     return json.dumps([float(v) for v in np.asarray(x, dtype=float).reshape(-1)])
 
@@ -208,8 +219,9 @@ class Evaluator:
             if self._dyn is not None:
                 sim = Simulator(sc.world)
                 sim.run(5 * sim.dt, PDController(sim))
-        except Exception:  # noqa: BLE001 -- a scene whose initial state cannot close is still usable
-            pass
+        except Exception as e:  # noqa: BLE001 -- a scene whose initial state cannot close is still usable
+            if _interrupted(e):
+                raise KeyboardInterrupt from e
         sc.world.restore_state(sc.initial)
 
     # -- one candidate ------------------------------------------------------------------------------
@@ -225,6 +237,11 @@ class Evaluator:
             sc = self.scene(cand.object)
             self._evaluate(sc, cand, row)
         except Exception as e:  # noqa: BLE001 -- every failure is recorded, the run goes on
+            if _interrupted(e):
+                # a Ctrl-C that landed inside a compiled kernel's call back into Python surfaces as
+                # the kernel's SystemError ("returned a result with an exception set"), caused by the
+                # KeyboardInterrupt: it is the user's stop, not this candidate's failure
+                raise KeyboardInterrupt from e
             stage = row.pop("_stage", stage)
             row["status"] = "error"
             row["error_kind"] = type(e).__name__

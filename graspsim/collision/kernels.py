@@ -1083,6 +1083,22 @@ def _reduce(C, m, ia, ib, sa, sb, RS, cos_tol, region_tol, O_ab, O_v, O_s, k):
 # broad phase and driver
 
 @njit(cache=True)
+def pair_status(pairs, valid):
+    """Check of body pairs (k, 2) against ``valid`` (N,) (bodies with a shape): -1 - i for the first
+    pair i with an index outside [0, N), else the number of pairs with a shapeless body."""
+    n = valid.shape[0]
+    skip = 0
+    for i in range(pairs.shape[0]):
+        a = pairs[i, 0]
+        b = pairs[i, 1]
+        if a < 0 or a >= n or b < 0 or b >= n:
+            return -1 - i
+        if not (valid[a] and valid[b]):
+            skip += 1
+    return skip
+
+
+@njit(cache=True)
 def bad_pose(X, tol):
     """Index of the first pose in ``X`` (N, 4, 4) that is not a finite rigid transform with entries
     below 1e150 in magnitude (max |R^T R - I| and the last row's distance from [0, 0, 0, 1] within

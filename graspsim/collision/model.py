@@ -291,11 +291,6 @@ class CollisionModel:
         """``pairs`` as a C-contiguous (k, 2) int64 array of body indices (table order); ValueError
         naming the first bad pair unless every entry is a whole number in [0, N)."""
         n = len(self._valid)
-        if (type(pairs) is np.ndarray and pairs.dtype == np.int64 and pairs.ndim == 2 and pairs.shape[1] == 2
-                and pairs.flags.c_contiguous and len(pairs)):
-            # the callers' usual form (one reduction: a negative index is a huge unsigned one)
-            if int(pairs.view(np.uint64).max()) < n:
-                return pairs
         try:
             a = np.asarray(pairs)
         except (TypeError, ValueError):
@@ -310,12 +305,14 @@ class CollisionModel:
                 raise ValueError(f"pairs must be (k, 2) whole body indices in [0, {n}), got an array of shape "
                                  f"{a.shape} and type {a.dtype}")
         p = np.ascontiguousarray(a.reshape(-1, 2), dtype=np.int64)
-        bad = (p < 0) | (p >= n)
-        if bad.any():
-            i = int(np.flatnonzero(bad.any(axis=1))[0])
-            raise ValueError(f"pairs[{i}] = {tuple(p[i].tolist())}: body indices must be in [0, {n}) "
-                             f"(this model has {n} bodies; a negative index does not count from the end)")
+        if K.pair_status(p, self._valid) < 0:
+            self._bad_pair(p, K.pair_status(p, self._valid))
         return p
+
+    def _bad_pair(self, p: np.ndarray, status: int) -> None:
+        n, i = len(self._valid), -1 - status
+        raise ValueError(f"pairs[{i}] = {tuple(p[i].tolist())}: body indices must be in [0, {n}) "
+                         f"(this model has {n} bodies; a negative index does not count from the end)")
 
     def _body(self, i, what: str) -> int:
         """Body index ``i`` as an int; ValueError naming ``what`` unless a whole number in [0, N)."""
@@ -329,11 +326,20 @@ class CollisionModel:
         return k
 
     def _pairs(self, pairs) -> np.ndarray:
+        """The pairs to search: the model's, or ``pairs`` checked, without pairs of a shapeless body."""
         if pairs is None:
             return self.pairs
-        p = self._checked_pairs(pairs)
-        ok = self._valid[p[:, 0]] & self._valid[p[:, 1]]
-        return p if ok.all() else np.ascontiguousarray(p[ok])
+        if (type(pairs) is np.ndarray and pairs.dtype == np.int64 and pairs.ndim == 2 and pairs.shape[1] == 2
+                and pairs.flags.c_contiguous):
+            p = pairs               # the callers' usual form: one compiled pass checks and counts
+        else:
+            p = self._checked_pairs(pairs)
+        st = K.pair_status(p, self._valid)
+        if st < 0:
+            self._bad_pair(p, st)
+        if st == 0:
+            return p
+        return np.ascontiguousarray(p[self._valid[p[:, 0]] & self._valid[p[:, 1]]])
 
     # -- contacts --------------------------------------------------------------------------------
 
