@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 
-from .errors import ModelError, escape
+from .errors import ModelError, caused_by_interrupt, escape
 
 #: sub-commands registered by other parts of the package: name -> module with ``register(subparsers)``
 EXTERNAL_COMMANDS = {
@@ -155,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. piped into `head`
         return 0
     except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except SystemError as e:            # a Ctrl-C inside a compiled kernel (see caused_by_interrupt)
+        if not caused_by_interrupt(e):
+            raise
         print("interrupted", file=sys.stderr)
         return 130
 

@@ -110,3 +110,18 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
         return ""
     m = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=0.6)
     return f" (did you mean {quote(m[0])}?)" if m else ""
+
+
+def caused_by_interrupt(e: BaseException) -> bool:
+    """Was ``e`` caused (directly or through its ``__cause__``/``__context__`` chain) by a
+    KeyboardInterrupt?  A Ctrl-C that lands while a compiled (numba) kernel calls back into Python
+    surfaces as the kernel's SystemError ("returned a result with an exception set") with the
+    KeyboardInterrupt as its cause: it is the user's stop, not a failure of the computation."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
+

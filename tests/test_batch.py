@@ -808,3 +808,32 @@ def test_a_ctrl_c_inside_a_kernel_stops_the_run_instead_of_failing_a_candidate(m
     monkeypatch.setattr(Evaluator, "_evaluate", lambda self, sc, c, row: failing())
     row = ev.evaluate(cand)
     assert row["status"] == "error" and row["error_kind"] == "SystemError"
+
+
+def test_cli_reports_a_ctrl_c_inside_a_kernel_as_interrupted(monkeypatch, capsys):
+    """The CLI's top level: the same SystemError-from-KeyboardInterrupt is 'interrupted', exit 130
+    (a traceback before); another SystemError still propagates."""
+    import argparse
+
+    from graspsim import cli
+
+    def interrupted(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as ki:
+            raise SystemError("_Kernel(...) returned a result with an exception set") from ki
+
+    def broken(args):
+        raise SystemError("not an interrupt")
+
+    def parser_running(func):
+        p = argparse.ArgumentParser()
+        p.set_defaults(func=func)
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", lambda command: parser_running(interrupted))
+    assert cli.main([]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted"
+    monkeypatch.setattr(cli, "build_parser", lambda command: parser_running(broken))
+    with pytest.raises(SystemError, match="not an interrupt"):
+        cli.main([])

@@ -45,6 +45,7 @@ import time
 
 import numpy as np
 
+from ..errors import caused_by_interrupt
 from .candidates import Candidate, approach_frame
 
 __all__ = ["Evaluator", "evaluate_chunk", "base_row", "dynamic_api", "DynamicUnavailable"]
@@ -64,17 +65,6 @@ def dynamic_api():
             f"and graspsim.control.lift_test, which this graspsim installation does not provide ({e}); "
             "run the static evaluation instead") from None
     return dynamic_auto_grasp, lift_test
-
-
-def _interrupted(e: BaseException) -> bool:
-    """Was ``e`` caused (directly or through its chain) by a KeyboardInterrupt?"""
-    seen = set()
-    while e is not None and id(e) not in seen:
-        if isinstance(e, KeyboardInterrupt):
-            return True
-        seen.add(id(e))
-        e = e.__cause__ or e.__context__
-    return False
 
 
 def _json_floats(x) -> str:
@@ -220,7 +210,7 @@ class Evaluator:
                 sim = Simulator(sc.world)
                 sim.run(5 * sim.dt, PDController(sim))
         except Exception as e:  # noqa: BLE001 -- a scene whose initial state cannot close is still usable
-            if _interrupted(e):
+            if caused_by_interrupt(e):
                 raise KeyboardInterrupt from e
         sc.world.restore_state(sc.initial)
 
@@ -237,7 +227,7 @@ class Evaluator:
             sc = self.scene(cand.object)
             self._evaluate(sc, cand, row)
         except Exception as e:  # noqa: BLE001 -- every failure is recorded, the run goes on
-            if _interrupted(e):
+            if caused_by_interrupt(e):
                 # a Ctrl-C that landed inside a compiled kernel's call back into Python surfaces as
                 # the kernel's SystemError ("returned a result with an exception set"), caused by the
                 # KeyboardInterrupt: it is the user's stop, not this candidate's failure
