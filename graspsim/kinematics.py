@@ -110,17 +110,6 @@ def _link_index(robot: Robot, link, what: str) -> int:
     raise ValueError(f"robot '{robot.name}': {what} must be a link index in [0, {n}), got {link!r}")
 
 
-def _finite_vector(robot: Robot, v, n: int, what: str) -> np.ndarray:
-    """``v`` as a new float (n,) array of finite numbers; ValueError naming the robot and ``what``."""
-    try:
-        a = np.array(v, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"robot '{robot.name}': {what} must be {n} numbers, got {v!r}") from None
-    if a.shape != (n,) or not np.isfinite(a).all():
-        raise ValueError(f"robot '{robot.name}': {what} must be {n} finite numbers, got {v!r}")
-    return a
-
-
 def _not_finite(robot: Robot, q: np.ndarray, X_WB: np.ndarray):
     """ValueError naming what is not finite: a joint value (which joint) or the base pose."""
     bad = np.flatnonzero(~(np.abs(q) < 1e150))
@@ -180,7 +169,8 @@ def jacobian(robot: Robot, q: np.ndarray, X_WB: np.ndarray | None, link: int, po
     link = _link_index(robot, link, "link")
     if X_links is None:
         X_links = forward_kinematics(robot, q, X_WB)
-    p = X_links[link][:3, 3] if point_W is None else _finite_vector(robot, point_W, 3, "point_W")
+    p = X_links[link][:3, 3] if point_W is None else \
+        spatial.finite_vector(f"robot '{robot.name}': point_W", point_W, 3)
     Jj = np.zeros((6, len(robot.joints)))
     for n in _chain(robot, link):
         j = robot.joints[n]
@@ -250,7 +240,7 @@ def inverse_kinematics(robot: Robot, X_target: np.ndarray, *, link: int | None =
     lo = np.where(np.isfinite(lim[:, 0]), lim[:, 0], -np.pi)
     hi = np.where(np.isfinite(lim[:, 1]), lim[:, 1], np.pi)
     x0 = np.array([d.default for d in robot.dofs]) if dofs0 is None else \
-        _finite_vector(robot, dofs0, len(robot.dofs), "dofs0")
+        spatial.finite_vector(f"robot '{robot.name}': dofs0", dofs0, len(robot.dofs))
     rng = np.random.default_rng(seed)
     best = None
     for attempt in range(restarts + 1):

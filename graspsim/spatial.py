@@ -276,6 +276,17 @@ def rigid_problem(X, tol: float = RIGID_TOL) -> str | None:
     return None
 
 
+def finite_vector(name: str, value, n: int) -> np.ndarray:
+    """``value`` as a new float (n,) array of finite numbers; ValueError naming ``name``."""
+    try:
+        a = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {n} numbers, got {value!r}") from None
+    if a.shape != (n,) or not np.isfinite(a).all():
+        raise ValueError(f"{name} must be {n} finite numbers, got {value!r}")
+    return a
+
+
 def check_rigid(X, what: str, tol: float = RIGID_TOL) -> np.ndarray:
     """``X`` as a new float (4, 4) array; ValueError naming ``what`` unless it is a finite rigid
     transform (see :func:`rigid_problem`)."""

@@ -50,15 +50,7 @@ def number(name: str, value, lo: float, hi: float, *, open_low: bool = False) ->
     return x
 
 
-def vector(name: str, value, n: int) -> np.ndarray:
-    """``value`` as a new float (n,) array of finite numbers; ValueError naming ``name``."""
-    try:
-        a = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be {n} numbers, got {value!r}") from None
-    if a.shape != (n,) or not np.isfinite(a).all():
-        raise ValueError(f"{name} must be {n} finite numbers, got {value!r}")
-    return a
+vector = spatial.finite_vector      # (name, value, n): a new float (n,) array of finite numbers
 
 
 #: DriveCommand fields in the order of the rows command_array returns
