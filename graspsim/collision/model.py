@@ -266,7 +266,8 @@ class CollisionModel:
     # -- poses -----------------------------------------------------------------------------------
 
     def shape_poses(self, poses: np.ndarray) -> np.ndarray:
-        """World poses (S, 4, 4) of the shape frames S from the body poses (X_WS = X_WL X_LS)."""
+        """World poses (S, 4, 4) of the shape frames S from the body poses (X_WS = X_WL X_LS).
+        ValueError naming the body unless every pose is a finite rigid transform (every query's check)."""
         try:
             poses = np.asarray(poses, dtype=np.float64)
         except (TypeError, ValueError):
@@ -305,11 +306,13 @@ class CollisionModel:
                 raise ValueError(f"pairs must be (k, 2) whole body indices in [0, {n}), got an array of shape "
                                  f"{a.shape} and type {a.dtype}")
         p = np.ascontiguousarray(a.reshape(-1, 2), dtype=np.int64)
-        if K.pair_status(p, self._valid) < 0:
-            self._bad_pair(p, K.pair_status(p, self._valid))
+        st = K.pair_status(p, self._valid)
+        if st < 0:
+            self._bad_pair(p, st)
         return p
 
     def _bad_pair(self, p: np.ndarray, status: int) -> None:
+        """ValueError naming the pair that :func:`.kernels.pair_status` (< 0) found out of range."""
         n, i = len(self._valid), -1 - status
         raise ValueError(f"pairs[{i}] = {tuple(p[i].tolist())}: body indices must be in [0, {n}) "
                          f"(this model has {n} bodies; a negative index does not count from the end)")
@@ -396,9 +399,13 @@ class CollisionModel:
 
     def candidate_pairs(self, poses: np.ndarray, margin: float, pairs=None) -> np.ndarray:
         """(m, 2) body pairs whose world bounding boxes are within ``margin`` (m) of each other."""
-        margin = float(margin)
-        if not margin >= 0.0 or margin == math.inf:
+        try:
+            m = float(margin)
+        except (TypeError, ValueError):
+            m = math.nan
+        if not 0.0 <= m < math.inf:
             raise ValueError(f"margin must be a finite distance >= 0 (m), got {margin!r}")
+        margin = m
         X = self.shape_poses(poses)
         pr = self._pairs(pairs)
         if self._one_to_one:
@@ -553,7 +560,10 @@ class CollisionModel:
         needs (is the pair within the threshold, i.e. will its contact be seen?), compiled, instead of
         FCL's exact distance (:meth:`pair_separations`; the pairs beyond the threshold are not
         measured)."""
-        thr = self.threshold if threshold is None else float(threshold)
+        try:
+            thr = self.threshold if threshold is None else float(threshold)
+        except (TypeError, ValueError):
+            thr = math.nan
         if not thr > 0.0:
             raise ValueError(f"threshold must be a distance > 0 (m), got {threshold!r}")
         if not thr <= MAX_THRESHOLD:
