@@ -368,3 +368,28 @@ def test_distance_of_a_body_to_itself_is_refused():
         model_for(world).distance(io, io, world.body_poses())
     d, pa, pb = closest_points(world, "mug", "table")     # the mug stands on the table
     assert abs(d) <= 1e-6 and abs(pa[2] - pb[2]) <= 1e-6
+
+
+def test_grasp_evaluation_names_and_plot_path(tmp_path):
+    """evaluate_grasp raised a bare KeyError('nope') for an unknown hand or object and returned
+    (None, ...) for an unknown space when the hand touched nothing; plot_gws given a directory
+    wrote '<dir>.png' beside it.  The valid call still gives force closure for three fingers on
+    the mug after a static auto-grasp (epsilon > 0)."""
+    from graspsim.control import static_auto_grasp
+    from graspsim.grasp import evaluate_grasp, plot_gws
+
+    w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+    with pytest.raises(KeyError, match="has no robot 'nope'; robots: barrett"):
+        evaluate_grasp(w, "nope", "mug")
+    with pytest.raises(KeyError, match="has no object or obstacle 'cup'; bodies: mug, table"):
+        evaluate_grasp(w, "barrett", "cup")
+    with pytest.raises(ValueError, match="gws must be one of"):
+        evaluate_grasp(w, "barrett", "mug", gws="L3")
+    static_auto_grasp(w, "barrett", obj="mug")
+    q, gc = evaluate_grasp(w, "barrett", "mug")
+    assert len(gc) >= 3 and q.force_closure and q.epsilon > 0
+    d = tmp_path / "plots"
+    d.mkdir()
+    with pytest.raises(ValueError, match="is a directory"):
+        plot_gws(q, d)
+    assert not (tmp_path / "plots.png").exists()

@@ -45,6 +45,7 @@ def grasp_contacts(world, hand: str, obj: str, contacts=None) -> GraspContacts:
     from ..collision import model_for
 
     t = world.table
+    world.robots[hand], world.bodies[obj]    # (KeyErrors that list what the world has)
     if contacts is None:
         contacts = model_for(world).contacts(world.body_poses())
     ri = world.description.robot_index[hand]
@@ -78,6 +79,9 @@ def evaluate_grasp(world, hand: str, obj: str, *, contacts=None, gws: str = "L1"
     computed now for the L1 space (``volume=None``) and lazily on first access for L-infinity,
     whose hull grows exponentially with the contact count.
     """
+    from .quality import _check_space
+
+    gws = _check_space(gws)                  # (checked even when there is no contact to analyse)
     if volume is None:
         volume = gws == "L1"
     gc = grasp_contacts(world, hand, obj, contacts)

@@ -141,6 +141,8 @@ def plot_gws(result: GraspQuality | Any, path: str | Path | None = None, *,
     fig.subplots_adjust(bottom=0.14)
     if path is not None:
         p = Path(path)
+        if p.is_dir():
+            raise ValueError(f"plot_gws: {str(p)!r} is a directory; give the PNG file to write")
         p.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(p, dpi=dpi)
     return fig
