@@ -189,10 +189,16 @@ def test_ik_still_solves(puma):
     ({"seed": -1}, ["seed", ">= 0"]),
     ({"candidates": 0}, ["candidates", ">= 1"]),
     ({"rank": "robust", "robust_seed": 1.5}, ["robust_seed", "whole number"]),
+    # these failed only after the whole search (a TypeError / AttributeError then)
+    ({"rank": "robust", "robust_options": {"nope": 1}}, ["robust_options", "unknown option 'nope'", "friction"]),
+    ({"rank": "robust", "robust_options": {"friction": 5}}, ["robust_options", "friction must be in [0, 1)"]),
+    ({"log": "x"}, ["log must be a list"]),
+    ({"progress": 5}, ["progress must be a function"]),
 ])
 def test_planner_arguments_are_named(kw, words):
     """Before: restarts=0 said the hand could not reach the object (0 states tried), 2.5 raised a
-    TypeError, a text seed int()'s message; now each names its argument before any search."""
+    TypeError, a text seed int()'s message, an unknown robustness option or a log that is not a
+    list failed after the whole search; now each names its argument before any search."""
     from graspsim.planner import plan_grasps
 
     w = graspsim.load_world(ROOT / "worlds/parallel_jaw_box.yaml")

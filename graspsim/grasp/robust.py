@@ -157,6 +157,25 @@ def _analyze(world, hand: str, obj: str, contacts, scale: float, gws: str):
     return bool(q.force_closure), float(q.epsilon)
 
 
+def check_options(*, sigma_position, sigma_rotation, friction, obstacles, closing, timeout, gws) -> tuple:
+    """ValueError naming the first bad :func:`robustness` option; else the position sigmas (m) and
+    rotation sigmas (rad) as (3,) arrays.  (The planner checks its ``robust_options`` with it before
+    searching.)"""
+    sp = _sigmas(sigma_position, "sigma_position")
+    sr = np.radians(_sigmas(sigma_rotation, "sigma_rotation"))
+    if not isinstance(friction, (int, float, np.number)) or not 0 <= friction < 1:
+        raise ValueError(f"friction must be in [0, 1) (a relative spread), got {friction!r}")
+    if obstacles not in ("fail", "ignore"):
+        raise ValueError(f"obstacles must be 'fail' or 'ignore', got {obstacles!r}")
+    if closing not in ("static", "centred", "dynamic"):
+        raise ValueError(f"closing must be 'static', 'centred' or 'dynamic', got {closing!r}")
+    if not isinstance(timeout, (int, float, np.number)) or not 0 < timeout < np.inf:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if gws not in ("L1", "Linf"):
+        raise ValueError(f"gws must be 'L1' or 'Linf', got {gws!r}")
+    return sp, sr
+
+
 def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, seed: int = 0, *,
                sigma_position: float | tuple = 0.005, sigma_rotation: float | tuple = 5.0, friction: float = 0.2,
                obstacles: str = "fail", closing: str = "static", timeout: float = 2.0,
@@ -185,18 +204,8 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
         raise ValueError(f"world '{world.name}' has no object '{object}'; bodies: {', '.join(world.bodies)}")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
         raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
-    sp = _sigmas(sigma_position, "sigma_position")
-    sr = np.radians(_sigmas(sigma_rotation, "sigma_rotation"))
-    if not isinstance(friction, (int, float, np.number)) or not 0 <= friction < 1:
-        raise ValueError(f"friction must be in [0, 1) (a relative spread), got {friction!r}")
-    if obstacles not in ("fail", "ignore"):
-        raise ValueError(f"obstacles must be 'fail' or 'ignore', got {obstacles!r}")
-    if closing not in ("static", "centred", "dynamic"):
-        raise ValueError(f"closing must be 'static', 'centred' or 'dynamic', got {closing!r}")
-    if not isinstance(timeout, (int, float, np.number)) or not 0 < timeout < np.inf:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if gws not in ("L1", "Linf"):
-        raise ValueError(f"gws must be 'L1' or 'Linf', got {gws!r}")
+    sp, sr = check_options(sigma_position=sigma_position, sigma_rotation=sigma_rotation, friction=friction,
+                           obstacles=obstacles, closing=closing, timeout=timeout, gws=gws)
 
     saved = world.save_state()
     try:

@@ -314,6 +314,27 @@ def _check_budget(seconds, iterations) -> None:
         raise ValueError(f"iterations must be a whole number, got {iterations!r}")
 
 
+def _check_robust_options(options) -> None:
+    """ValueError naming an unknown robustness option before any search (it failed after the
+    whole planning run, as robustness()'s TypeError)."""
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise ValueError(f"robust_options must be a dict of robustness options, got {type(options).__name__}")
+    import inspect
+
+    from ..grasp.robust import check_options, robustness
+
+    params = {p.name: p.default for p in inspect.signature(robustness).parameters.values() if p.kind == p.KEYWORD_ONLY}
+    for k in options:
+        if k not in params:
+            raise ValueError(f"robust_options: unknown option {k!r}; options: {', '.join(params)}")
+    try:
+        check_options(**{**params, **ROBUST_DEFAULTS, **options})
+    except ValueError as e:
+        raise ValueError(f"robust_options: {e}") from None
+
+
 def _check_whole(name: str, v, least: int) -> None:
     """ValueError naming ``name`` unless ``v`` is a whole number (not a bool) >= ``least``."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
@@ -358,6 +379,11 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
         _check_whole("candidates", candidates, 1)
     if robust_seed is not None:
         _check_whole("robust_seed", robust_seed, 0)
+    _check_robust_options(robust_options)
+    if log is not None and not callable(getattr(log, "append", None)):
+        raise ValueError(f"log must be a list (it receives the search log), got {type(log).__name__}")
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress must be a function progress(stage, done, total), got {type(progress).__name__}")
     if rank not in ("quality", "robust"):
         raise ValueError(f"rank must be 'quality' or 'robust', got {rank!r}")
     if rank == "robust" and (isinstance(robust_samples, bool) or not isinstance(robust_samples, int)
@@ -417,6 +443,7 @@ def rank_robust(world, hand: str, obj: str, grasps: list[PlannedGrasp], *, sampl
     robust first (:func:`robust_key`; ties keep the planner's order); the others after, in order."""
     from ..grasp.robust import robustness
 
+    _check_robust_options(options)
     opts = dict(ROBUST_DEFAULTS)
     opts.update(options or {})
     w = free_hand_world(world, hand)
