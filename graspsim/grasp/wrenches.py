@@ -118,12 +118,33 @@ def _as_rows(name: str, x: ArrayLike, k: int | None, width: int) -> FloatArray:
     return a
 
 
+def _center_and_scale(center: ArrayLike, torque_scale: float) -> tuple[FloatArray, float]:
+    """The wrench reference point (3,) (m, W) and torque scale (1/m, finite > 0), checked."""
+    try:
+        C = np.asarray(center, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"center must be 3 numbers, got {type(center).__name__}") from None
+    if C.shape != (3,):
+        raise ValueError(f"center must have shape (3,), got {np.shape(center)}")
+    _finite_rows("center", C)
+    try:
+        ts = float(torque_scale)
+    except (TypeError, ValueError):
+        ts = math.nan
+    if not math.isfinite(ts) or ts <= 0.0:
+        raise ValueError(f"torque_scale must be finite and > 0, got {torque_scale!r}")
+    return C, ts
+
+
 def _per_contact(name: str, x: ArrayLike, k: int, *, nonneg: bool = True) -> FloatArray:
     if type(x) is float or type(x) is int:      # the common scalar: checked without numpy
         v = float(x)
         if math.isfinite(v) and (v >= 0.0 or not nonneg):
             return np.full(k, v)
-    a = np.asarray(x, dtype=np.float64)
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number or {k} numbers, got {type(x).__name__}") from None
     if a.ndim == 0:
         a = np.full(k, float(a))
     if a.shape != (k,):
@@ -158,13 +179,7 @@ def validate_contacts(
         raise ValueError(f"normals: row {row} has zero length ({N[row]!r})")
     N = N / length[:, None]
     MU = _per_contact("mu", mu, k)
-    C = np.asarray(center, dtype=np.float64)
-    if C.shape != (3,):
-        raise ValueError(f"center must have shape (3,), got {np.shape(center)}")
-    _finite_rows("center", C)
-    ts = float(torque_scale)
-    if not math.isfinite(ts) or ts <= 0.0:
-        raise ValueError(f"torque_scale must be finite and > 0, got {torque_scale!r}")
+    C, ts = _center_and_scale(center, torque_scale)
     T = None if tangents is None else _as_rows("tangents", tangents, k, 3)
     return P, N, MU, C, ts, T
 
@@ -303,13 +318,7 @@ def resultant_wrench(
         N = None
     else:  # reuse the contact validation (normalises, rejects zero normals)
         _, N, _, _, _, _ = validate_contacts(P, normals, 0.0, center, torque_scale)
-    C = np.asarray(center, dtype=np.float64)
-    if C.shape != (3,):
-        raise ValueError(f"center must have shape (3,), got {np.shape(center)}")
-    _finite_rows("center", C)
-    ts = float(torque_scale)
-    if not np.isfinite(ts) or ts <= 0.0:
-        raise ValueError(f"torque_scale must be finite and > 0, got {torque_scale!r}")
+    C, ts = _center_and_scale(center, torque_scale)
     w = np.concatenate([F.sum(axis=0), ts * np.cross(P - C, F).sum(axis=0)])
     if budget is None:
         return w
