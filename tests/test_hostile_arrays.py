@@ -399,3 +399,23 @@ def test_grasp_evaluation_names_and_plot_path(tmp_path):
     with pytest.raises(ValueError, match="is a directory"):
         plot_gws(q, d)
     assert not (tmp_path / "plots.png").exists()
+
+
+def test_pd_move_to_names_non_numeric_targets():
+    """PDController.move_to with a text or object target raised float()'s TypeError, a text
+    duration a comparison TypeError (found by fuzzing); an unknown DOF keeps its own message.  A
+    valid move still ends at its target (the trajectory's end value)."""
+    from graspsim.control import PDController
+    from graspsim.dynamics import Simulator
+
+    sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"))
+    ctl = PDController(sim)
+    for target in ({"f1": "x"}, object(), [0, 0.1, 0.1, "a"]):
+        with pytest.raises(ValueError, match="barrett': target must be 4 DOF values or"):
+            ctl.move_to("barrett", target)
+    with pytest.raises(ValueError, match="has no DOF 'nope'; DOFs: spread, f1, f2, f3"):
+        ctl.move_to("barrett", {"nope": 1.0})
+    with pytest.raises(ValueError, match="move duration must be finite and > 0 s, got 'x'"):
+        ctl.move_to("barrett", {"f1": 0.5}, duration="x")
+    tr = ctl.move_to("barrett", {"f1": 0.5}, duration=0.4)
+    assert tr.q1[1] == 0.5 and tr(sim.time + 0.4)[0][1] == pytest.approx(0.5, abs=1e-12)

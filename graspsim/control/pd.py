@@ -7,6 +7,7 @@ An optional ``feedforward(sim, robot, q, qd, qdd) -> tau`` adds computed torques
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from typing import Callable
 
@@ -83,18 +84,24 @@ class PDController:
         sl = self.sim.ds.robot_slices[ri]
         q_now, _, _ = self.trajectories[ri](self.sim.time)
         q1 = q_now.copy()
-        if isinstance(target, dict):
-            for k, v in target.items():
-                q1[self._dof(ri, k)] = v
-        else:
-            q1 = np.asarray(target, float)
-            if q1.shape != q_now.shape:
-                raise ValueError(f"robot '{robot}': target must have {q_now.size} DOF values, got shape {q1.shape}")
+        idx = {self._dof(ri, k): v for k, v in target.items()} if isinstance(target, dict) else None
+        try:
+            if idx is not None:
+                for i, v in idx.items():
+                    q1[i] = float(v)
+            else:
+                q1 = np.asarray(target, float)
+        except (TypeError, ValueError):
+            raise ValueError(f"robot '{robot}': target must be {q_now.size} DOF values or {{dof: value}}, "
+                             f"got {target!r}") from None
+        if q1.shape != q_now.shape:
+            raise ValueError(f"robot '{robot}': target must have {q_now.size} DOF values, got shape {q1.shape}")
         if not np.all(np.isfinite(q1)):
             bad = [inst.robot.dof_names[i] for i in np.flatnonzero(~np.isfinite(q1))]
             raise ValueError(f"robot '{robot}': target of DOF {', '.join(bad)} is not finite")
-        if duration is not None and not (math.isfinite(duration) and duration > 0):
-            raise ValueError(f"robot '{robot}': move duration must be finite and > 0 s, got {duration}")
+        if duration is not None and not (isinstance(duration, numbers.Real) and math.isfinite(duration)
+                                         and duration > 0):
+            raise ValueError(f"robot '{robot}': move duration must be finite and > 0 s, got {duration!r}")
         traj = joint_trajectory(q_now, q1, inst.robot.dof_limits, self.sim.ds.velocity[sl], t0=self.sim.time,
                                 duration=duration, names=inst.robot.dof_names)
         self.trajectories[ri] = traj
