@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import spatial
+from .arguments import whole
 from .model.description import FIXED, PRISMATIC, REVOLUTE, Robot
 
 __all__ = ["joint_values", "dof_values_from_joints", "joint_motion", "forward_kinematics", "link_poses",
@@ -232,10 +233,8 @@ def inverse_kinematics(robot: Robot, X_target: np.ndarray, *, link: int | None =
     for name, v in (("tol_position", tol_position), ("tol_rotation", tol_rotation), ("damping", damping)):
         if not (isinstance(v, (int, float, np.floating)) and 0 < v < math.inf):
             raise ValueError(f"inverse_kinematics of robot '{robot.name}': {name} must be a number > 0, got {v!r}")
-    for name, v, least in (("max_iterations", max_iterations, 1), ("restarts", restarts, 0)):
-        if not (isinstance(v, (int, np.integer)) and v >= least):
-            raise ValueError(f"inverse_kinematics of robot '{robot.name}': {name} must be a whole number >= {least}, "
-                             f"got {v!r}")
+    whole(f"inverse_kinematics of robot '{robot.name}': max_iterations", max_iterations, 1)
+    whole(f"inverse_kinematics of robot '{robot.name}': restarts", restarts, 0)
     lim = robot.dof_limits
     lo = np.where(np.isfinite(lim[:, 0]), lim[:, 0], -np.pi)
     hi = np.where(np.isfinite(lim[:, 1]), lim[:, 1], np.pi)

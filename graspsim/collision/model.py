@@ -291,6 +291,15 @@ class CollisionModel:
     def _checked_pairs(self, pairs) -> np.ndarray:
         """``pairs`` as a C-contiguous (k, 2) int64 array of body indices (table order); ValueError
         naming the first bad pair unless every entry is a whole number in [0, N)."""
+        p = self._pair_array(pairs)
+        st = K.pair_status(p, self._valid)
+        if st < 0:
+            self._bad_pair(p, st)
+        return p
+
+    def _pair_array(self, pairs) -> np.ndarray:
+        """``pairs`` as a C-contiguous (k, 2) int64 array (whole numbers typed as floats taken);
+        ValueError unless it has that form.  The indices' range is :func:`.kernels.pair_status`'."""
         n = len(self._valid)
         try:
             a = np.asarray(pairs)
@@ -305,11 +314,7 @@ class CollisionModel:
             else:
                 raise ValueError(f"pairs must be (k, 2) whole body indices in [0, {n}), got an array of shape "
                                  f"{a.shape} and type {a.dtype}")
-        p = np.ascontiguousarray(a.reshape(-1, 2), dtype=np.int64)
-        st = K.pair_status(p, self._valid)
-        if st < 0:
-            self._bad_pair(p, st)
-        return p
+        return np.ascontiguousarray(a.reshape(-1, 2), dtype=np.int64)
 
     def _bad_pair(self, p: np.ndarray, status: int) -> None:
         """ValueError naming the pair that :func:`.kernels.pair_status` (< 0) found out of range."""
@@ -334,10 +339,10 @@ class CollisionModel:
             return self.pairs
         if (type(pairs) is np.ndarray and pairs.dtype == np.int64 and pairs.ndim == 2 and pairs.shape[1] == 2
                 and pairs.flags.c_contiguous):
-            p = pairs               # the callers' usual form: one compiled pass checks and counts
+            p = pairs               # the callers' usual form
         else:
-            p = self._checked_pairs(pairs)
-        st = K.pair_status(p, self._valid)
+            p = self._pair_array(pairs)
+        st = K.pair_status(p, self._valid)      # one compiled pass checks and counts
         if st < 0:
             self._bad_pair(p, st)
         if st == 0:

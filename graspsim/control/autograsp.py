@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import kinematics
-from .arguments import object_name, positive, whole
+from ..arguments import object_name, positive, whole
 from .explain import Breakaway, DofStop
 
 __all__ = ["StaticGraspResult", "static_auto_grasp"]

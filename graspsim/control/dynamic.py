@@ -18,7 +18,7 @@ import numpy as np
 import sys
 
 from .. import kinematics, spatial
-from .arguments import object_name, positive
+from ..arguments import object_name, positive
 from .explain import Breakaway, DofEnd
 from .pd import PDController
 from .trajectory import JointTrajectory, quintic

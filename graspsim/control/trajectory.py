@@ -110,12 +110,11 @@ def cartesian_line(robot: Robot, dofs0: np.ndarray, X_target: np.ndarray, *, dur
     what = f"Cartesian line of robot '{robot.name}'"
     if link is None:
         link = robot.joints[-1].child
-    if isinstance(link, bool) or not isinstance(link, numbers.Integral) or not 0 <= link < len(robot.links):
-        raise ValueError(f"{what}: link must be a link index in [0, {len(robot.links)}), got {link!r}")
+    link = kinematics._link_index(robot, link, "link")
     X_target = spatial.check_rigid(X_target, f"{what}: X_target")
     X_LE = np.eye(4) if X_LE is None else spatial.check_rigid(X_LE, f"{what}: X_LE")
-    for name, v, least in (("duration", duration, 0.0), ("dt", dt, 0.0)):
-        if not (isinstance(v, numbers.Real) and math.isfinite(v) and v > least):
+    for name, v in (("duration", duration), ("dt", dt)):
+        if not (isinstance(v, numbers.Real) and math.isfinite(v) and v > 0.0):
             raise ValueError(f"{what}: {name} must be a finite time > 0 (s), got {v!r}")
     if not (isinstance(t0, numbers.Real) and math.isfinite(t0)):
         raise ValueError(f"{what}: t0 must be a finite time (s), got {t0!r}")

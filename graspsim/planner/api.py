@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arguments import whole
 from .annealing import SearchLog, anneal
 from .energy import SurfaceSamples, contact_energy, surface_samples, virtual_contacts
 from .space import GraspSpace
@@ -335,12 +336,6 @@ def _check_robust_options(options) -> None:
         raise ValueError(f"robust_options: {e}") from None
 
 
-def _check_whole(name: str, v, least: int) -> None:
-    """ValueError naming ``name`` unless ``v`` is a whole number (not a bool) >= ``least``."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
-        raise ValueError(f"{name} must be a whole number >= {least}, got {v!r}")
-
-
 def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | None = None,  # noqa: A002
                 iterations: int | None = None, energy: str = "contact", seed: int = 0, restarts: int = 4,
                 candidates: int | None = None, log: list | None = None, rank: str = "quality",
@@ -373,12 +368,12 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
     _check_budget(seconds, iterations)
     if not (isinstance(n, int) and n > 0):
         raise ValueError(f"n must be a whole number > 0, got {n!r}")
-    _check_whole("restarts", restarts, 1)
-    _check_whole("seed", seed, 0)
+    whole("restarts", restarts, 1)
+    whole("seed", seed, 0)
     if candidates is not None:
-        _check_whole("candidates", candidates, 1)
+        whole("candidates", candidates, 1)
     if robust_seed is not None:
-        _check_whole("robust_seed", robust_seed, 0)
+        whole("robust_seed", robust_seed, 0)
     _check_robust_options(robust_options)
     if log is not None and not callable(getattr(log, "append", None)):
         raise ValueError(f"log must be a list (it receives the search log), got {type(log).__name__}")

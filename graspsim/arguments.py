@@ -1,6 +1,6 @@
-"""Checks of the auto-grasp and lift-test arguments: a ValueError (KeyError for an unknown name,
-like ``world.robots``) naming the argument, before anything moves -- not a ZeroDivisionError
-from deep inside, nor a run that silently does nothing (a NaN timeout ends at once)."""
+"""Argument checks shared by the public functions (auto-grasp, lift test, IK, planner): a ValueError
+(KeyError for an unknown name, like ``world.robots``) naming the argument, before any work -- not a
+ZeroDivisionError from deep inside, nor a run that silently does nothing (a NaN timeout ends at once)."""
 from __future__ import annotations
 
 import math
