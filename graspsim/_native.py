@@ -1,0 +1,79 @@
+"""One kernel calling another through its machine-code address: fusing kernels without compiling
+them again (issue 18, "one compiled call per step").
+
+A kernel that calls another kernel the usual way links the callee's code into its own module, and
+numba optimises and code-generates the whole again: a wrapper ``@njit`` around the five kernels of
+steps 5-10 took 11.7 s of compile CPU with every callee already cached (docs/dynamics_performance.md,
+tenth pass).  Called through :func:`call_native` instead, the callee stays what it is (compiled once,
+cached, shared with Python's calls) and the caller compiles only its own code: an indirect call
+with numba's own calling convention, so a callee's exception (the kernels' ZeroDivisionError on a
+blow-up, for one) reaches the caller's caller as it would through a linked call, and returned
+arrays are owned by the caller as usual.
+
+    addr, RESTYPE = native_entry(kernel, args)     # in Python, once: kernel compiled for args' types
+    ...
+    @njit
+    def fused(addr, ...):                           # RESTYPE a global: a compile-time constant
+        out = call_native(addr, RESTYPE, (a, b, c)) # same argument types as ``args``
+
+The address is that of the callee's code in this process, so it is an argument, never a global
+(numba freezes globals into a cached kernel).  The return type is best a global: numba types a
+type object passed as an argument in Python, microseconds per call.  A wrong address or argument types segfault, so the address is only ever taken from
+:func:`native_entry` for the argument types it will be called with; array layouts may differ (C
+where the kernel was compiled for 'A': the same structure in numba's data model).
+"""
+from __future__ import annotations
+
+from numba import types
+from numba.core import cgutils
+from numba import typeof
+from numba.extending import intrinsic
+
+__all__ = ["call_native", "native_entry"]
+
+
+@intrinsic
+def call_native(typingctx, addr, restype, args):
+    """``call_native(addr, restype, (arg, ...))``: call the kernel compiled at ``addr`` (int64, from
+    :func:`native_entry`) with the tuple's items as its arguments; returns a value of ``restype``
+    (the type :func:`native_entry` returned).  Exceptions of the callee propagate."""
+    if not isinstance(addr, types.Integer) or not isinstance(restype, types.TypeRef) \
+            or not isinstance(args, types.BaseTuple):
+        return None
+    rt = restype.instance_type
+
+    def codegen(context, builder, sig, llargs):
+        argtys = tuple(args.types)
+        vals = [builder.extract_value(llargs[2], i) for i in range(len(argtys))]
+        fnty = context.call_conv.get_function_type(rt, argtys)
+        fptr = builder.inttoptr(llargs[0], fnty.as_pointer())
+        status, res = context.call_conv.call_function(builder, fptr, rt, argtys, vals)
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return res
+
+    return rt(addr, restype, args), codegen
+
+
+def _same_structure(have, want) -> bool:
+    """Argument types whose values have the same machine representation (array layouts aside)."""
+    if have == want:
+        return True
+    return (isinstance(have, types.Array) and isinstance(want, types.Array) and have.dtype == want.dtype
+            and have.ndim == want.ndim)
+
+
+def native_entry(kernel, args: tuple) -> tuple[int, types.Type]:
+    """(address, return type) of ``kernel``'s machine code for the types of ``args`` (compiled or
+    loaded from the cache first), for :func:`call_native`.  ValueError if the kernel has no machine
+    code of its own (a link-only helper: call the public kernel) or its compiled signature does not
+    take these arguments."""
+    sig = tuple(typeof(a) for a in args)
+    kernel.compile(sig)
+    for key, cres in kernel.overloads.items():
+        if len(key) == len(sig) and all(_same_structure(a, b) for a, b in zip(sig, key)):
+            lib = cres.library
+            if getattr(lib, "graspsim_link_only", False):
+                break
+            return lib.get_pointer_to_function(cres.fndesc.llvm_func_name), cres.signature.return_type
+    raise ValueError(f"{kernel.py_func.__qualname__}: no machine code for the argument types {sig}")
