@@ -29,18 +29,51 @@ from numba.core import cgutils
 from numba import typeof
 from numba.extending import intrinsic
 
-__all__ = ["call_native", "native_entry"]
+__all__ = ["call_native", "native_entry", "native_entry_types", "register", "return_type"]
+
+#: kernels callable by name in call_native (name -> public kernel), see :func:`register`
+_KERNELS: dict = {}
+
+
+def register(name: str, kernel) -> None:
+    """Make ``kernel`` (a public graspsim kernel) callable as ``call_native(addr, name, args)``: the
+    return type then comes from the kernel's own compile for the arguments' types."""
+    _KERNELS[name] = kernel
+
+
+def _overload(kernel, sig: tuple):
+    """The compile result of ``kernel`` that takes arguments of types ``sig`` (compiled first if
+    need be), or None."""
+    for _ in range(2):
+        for key, cres in kernel.overloads.items():
+            if len(key) == len(sig) and all(_same_structure(a, b) for a, b in zip(sig, key)):
+                return cres
+        kernel.compile(sig)
+    return None
+
+
+def return_type(name: str, sig: tuple) -> types.Type:
+    """The return type of the registered kernel ``name`` for arguments of types ``sig``."""
+    cres = _overload(_KERNELS[name], tuple(sig))
+    if cres is None:
+        raise TypeError(f"kernel '{name}' does not take arguments of types {sig}")
+    return cres.signature.return_type
 
 
 @intrinsic
 def call_native(typingctx, addr, restype, args):
     """``call_native(addr, restype, (arg, ...))``: call the kernel compiled at ``addr`` (int64, from
-    :func:`native_entry`) with the tuple's items as its arguments; returns a value of ``restype``
-    (the type :func:`native_entry` returned).  Exceptions of the callee propagate."""
-    if not isinstance(addr, types.Integer) or not isinstance(restype, types.TypeRef) \
-            or not isinstance(args, types.BaseTuple):
+    :func:`native_entry`) with the tuple's items as its arguments; returns a value of ``restype``:
+    the type :func:`native_entry` returned, or the name of a :func:`register`-ed kernel (a string
+    literal).  Exceptions of the callee propagate."""
+    if not isinstance(addr, types.Integer) or not isinstance(args, types.BaseTuple):
         return None
-    rt = restype.instance_type
+    if isinstance(restype, types.StringLiteral):
+        rt = return_type(restype.literal_value, tuple(args.types))
+    elif isinstance(restype, types.TypeRef):
+        rt = restype.instance_type
+    else:
+        return None
 
     def codegen(context, builder, sig, llargs):
         argtys = tuple(args.types)
@@ -68,12 +101,12 @@ def native_entry(kernel, args: tuple) -> tuple[int, types.Type]:
     loaded from the cache first), for :func:`call_native`.  ValueError if the kernel has no machine
     code of its own (a link-only helper: call the public kernel) or its compiled signature does not
     take these arguments."""
-    sig = tuple(typeof(a) for a in args)
-    kernel.compile(sig)
-    for key, cres in kernel.overloads.items():
-        if len(key) == len(sig) and all(_same_structure(a, b) for a, b in zip(sig, key)):
-            lib = cres.library
-            if getattr(lib, "graspsim_link_only", False):
-                break
-            return lib.get_pointer_to_function(cres.fndesc.llvm_func_name), cres.signature.return_type
-    raise ValueError(f"{kernel.py_func.__qualname__}: no machine code for the argument types {sig}")
+    return native_entry_types(kernel, tuple(typeof(a) for a in args))
+
+
+def native_entry_types(kernel, sig: tuple) -> tuple[int, types.Type]:
+    """:func:`native_entry` for arguments of the numba types ``sig``."""
+    cres = _overload(kernel, tuple(sig))
+    if cres is None or getattr(cres.library, "graspsim_link_only", False):
+        raise ValueError(f"{kernel.py_func.__qualname__}: no machine code for the argument types {sig}")
+    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name), cres.signature.return_type

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from graspsim._native import call_native, native_entry
+from graspsim._native import call_native, native_entry, native_entry_types, register
 from graspsim.dynamics import _rows_kernel as RK
 
 
@@ -82,3 +82,21 @@ def test_the_caller_holds_no_copy_of_the_callee():
 def test_native_entry_refuses_what_has_no_machine_code():
     with pytest.raises(ValueError, match="no machine code"):
         native_entry(RK._find, (np.zeros(3, np.int64), 0))           # a link-only helper
+
+
+register("tests.mass_terms", RK.mass_terms)
+
+
+@njit(cache=False)
+def _by_name(addr, m, inertia, q, v, k, h):
+    # the return type from the registered kernel's own compile for these argument types
+    return call_native(addr, "tests.mass_terms", (m, inertia, q, v, k, h))
+
+
+def test_a_registered_kernel_is_called_by_name():
+    from numba import typeof
+
+    addr, restype = native_entry_types(RK.mass_terms, [typeof(a) for a in _mass_args()])
+    assert addr == ADDR and restype == RESTYPE       # one compiled kernel, one address
+    for a, b in zip(_by_name(addr, *_mass_args()), RK.mass_terms(*_mass_args())):
+        assert np.array_equal(a, b)
