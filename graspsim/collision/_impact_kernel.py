@@ -173,17 +173,24 @@ def overlap_status(X0, X1, pairs, T, P, pen_tol, max_thr, C, C2, cyl=None):
     at most T deep at the end, so the exact contact
     kernel run with the threshold T sees its whole overlap (exact up to ``max_thr``).  Returns per
     pair: 0 no overlap deeper than pen_tol at the end, 1 a new one, 2 one that was there at the start,
-    3 undecided (T beyond ``max_thr``, or more candidates than the buffers hold: ask FCL).
+    3 undecided (T beyond ``max_thr``, or more candidates than the buffers hold: ask FCL); and per
+    pair the separation (m) of its closest candidate within T at the end (inf: none; NaN: not
+    asked, or the buffers overflowed).  With ``pen_tol`` = inf it asks only that: the collision
+    model's closest-candidate query is this kernel, so the first job compiles one public kernel of
+    the candidate search less (1.4 s of compile CPU, docs/dynamics_performance.md, eleventh pass).
     """
     out = np.empty(pairs.shape[0], np.int64)
+    first = np.empty(pairs.shape[0])
     for p in range(pairs.shape[0]):
         a = pairs[p, 0]
         b = pairs[p, 1]
         t = T[p]
+        first[p] = np.nan
         if not t <= max_thr:
             out[p] = 3
             continue
         s = _closest(a, b, X1, P, t, C, C2, cyl)
+        first[p] = s
         if np.isnan(s):
             out[p] = 3
         elif s >= -pen_tol:
@@ -191,4 +198,4 @@ def overlap_status(X0, X1, pairs, T, P, pen_tol, max_thr, C, C2, cyl=None):
         else:
             s = _closest(a, b, X0, P, t, C, C2, cyl)
             out[p] = 3 if np.isnan(s) else (2 if s < -pen_tol else 1)
-    return out
+    return out, first

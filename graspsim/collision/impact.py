@@ -189,7 +189,7 @@ def _check_fast_pairs(model, X0, X1, pairs, T, thick, move, thr) -> float:
         sp = np.ascontiguousarray(model._bstart[pairs[one]])
         d = model.data
         status[one] = overlap_status(model.shape_poses(X0), model.shape_poses(X1), sp, np.ascontiguousarray(Tk[one]),
-                                     model._P, model.pen_tol, MAX_THRESHOLD, d.C, d.C2, model._cyl)
+                                     model._P, model.pen_tol, MAX_THRESHOLD, d.C, d.C2, model._cyl)[0]
     cand = list(map(tuple, pairs.tolist()))                       # (i, j) as Python ints
     status_l = status.tolist()
     new = [p for p, st in zip(cand, status_l) if st == 1]

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import kernels as K
 from . import _intersect_kernel as IX
+from ._impact_kernel import overlap_status
 from ._simplify_kernel import REGION_COS_TOL, limit_regions_in_place
 from ..spatial import RIGID_TOL, rigid_problem
 from .pool import CYLINDER, NONE, GeometryPool
@@ -149,6 +150,8 @@ class CollisionData:
         self.C3 = np.empty((512, 10))      # a multi-shape body pair's gathered candidates
         self.RS = np.empty((512, 2), np.int64)   # the shapes of each candidate row
         self.MP = np.empty((64, 4), np.int64)    # meeting shape pairs (_intersect_kernel.meeting_pairs)
+        self.pair1 = np.empty((1, 2), np.int64)  # one shape pair and its threshold (CollisionModel._closest)
+        self.t1 = np.empty(1)
         self.out(256)
         self._shapes = model.table.shape_list
         self._fcl = None
@@ -386,11 +389,14 @@ class CollisionModel:
         """Separation (m) of the closest contact candidate of *shapes* sa, sb within ``thr`` (inf:
         none), edge/vertex candidates included (:func:`.kernels.closest_candidate`): whether a pair
         overlaps does not depend on which candidates the contact list keeps."""
+        # through the impact screen's kernel (pen_tol inf: the separation only), which the first job
+        # needs anyway: kernels.closest_candidate itself would be one more public kernel to compile
+        d.pair1[0, 0], d.pair1[0, 1], d.t1[0] = sa, sb, thr
         while True:
-            sep, k = K.closest_candidate(sa, sb, X, self._P, thr, d.C, d.C2, self._cyl)
-            if k <= min(d.C.shape[0], d.C2.shape[0]):
-                return float(sep)
-            d.grow(k)
+            sep = float(overlap_status(X, X, d.pair1, d.t1, self._P, math.inf, thr, d.C, d.C2, self._cyl)[1][0])
+            if not math.isnan(sep) or not thr <= thr:      # (a NaN threshold asks nothing: NaN)
+                return sep
+            d.grow(2 * d.C.shape[0])                       # the candidates overflowed the buffers
 
     def _candidates(self, X, sa: int, sb: int, d: CollisionData) -> np.ndarray:
         """Raw contact candidates (m, 10) of one *shape* pair (see kernels); a view of d.C."""
