@@ -7,12 +7,12 @@ units; frames are named in the field names (``X_PJ`` = pose of J in P).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 
 from ..geometry import Shape
 from .materials import MaterialTable
+from .readonly import ReadOnlyDict
 
 REVOLUTE, PRISMATIC, FIXED = "revolute", "prismatic", "fixed"
 
@@ -242,4 +242,4 @@ class World:
     robot_index: dict = field(repr=False)
     body_index: dict = field(repr=False)
     #: robot or body name -> (field, line) of its entry in the world file (for checks made after loading)
-    entry_lines: dict = field(default_factory=lambda: MappingProxyType({}), repr=False)
+    entry_lines: dict = field(default_factory=ReadOnlyDict, repr=False)

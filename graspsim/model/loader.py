@@ -11,7 +11,6 @@ import functools
 import math
 import os
 from pathlib import Path
-from types import MappingProxyType
 
 import numpy as np
 
@@ -20,7 +19,7 @@ from ..errors import ModelError, quote
 from ..geometry import MESH_SUFFIXES, PRIMITIVES, Shape, load_mesh_shape, make_primitive
 from . import bounds as B
 from .description import (DOF, FIXED, PRISMATIC, REVOLUTE, BodyInstance, Inertial, Joint, Link, Object,
-                          Robot, RobotInstance, World)
+                          ReadOnlyDict, Robot, RobotInstance, World)
 from .fields import Reader, text_problem
 from .materials import MaterialTable
 from .urdf_side import is_urdf, load_side_file, load_urdf_robot
@@ -715,8 +714,8 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
     return Robot(name=name, file=str(path), links=tuple(links), joints=tuple(joints), dofs=tuple(dofs),
                  base_link=link_index[base_name], palm_link=link_index[palm], approach=_ro(approach),
                  eigengrasps=_ro(eig), eigengrasp_origin=_ro(eig_origin), no_collide=frozenset(pairs),
-                 link_index=MappingProxyType(link_index), joint_index=MappingProxyType({j.name: i for i, j in enumerate(joints)}),
-                 dof_index=MappingProxyType({d.name: i for i, d in enumerate(dofs)}), parent_joint=tuple(parent_joint))
+                 link_index=ReadOnlyDict(link_index), joint_index=ReadOnlyDict({j.name: i for i, j in enumerate(joints)}),
+                 dof_index=ReadOnlyDict({d.name: i for i, d in enumerate(dofs)}), parent_joint=tuple(parent_joint))
 
 
 # -- objects --------------------------------------------------------------------------------
@@ -1057,9 +1056,9 @@ def load_world(path: str | Path, *, _data=None) -> World:
     r.raise_if_errors()
     world = World(name=name, file=str(path), robots=tuple(robots), bodies=tuple(bodies), gravity=_ro(gravity),
                   dt=float(dt), contact_threshold=float(thr), materials=materials, disabled_pairs=frozenset(disabled),
-                  robot_index=MappingProxyType(dict(rnames)),
-                  body_index=MappingProxyType({b.name: i for i, b in enumerate(bodies)}),
-                  entry_lines=MappingProxyType(lines))
+                  robot_index=ReadOnlyDict(dict(rnames)),
+                  body_index=ReadOnlyDict({b.name: i for i, b in enumerate(bodies)}),
+                  entry_lines=ReadOnlyDict(lines))
     _check_friction_pairs(r, world, unknown)
     r.raise_if_errors()
     return world

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import MappingProxyType
+
+from .readonly import ReadOnlyDict
 
 #: GraspIt's default table: (static, kinetic) per unordered pair; 'frictionless' gives 0 with anything.
 DEFAULT_FRICTION = {
@@ -27,8 +28,8 @@ def _key(a: str, b: str) -> tuple[str, str]:
 class MaterialTable:
     """Symmetric table of friction (static, kinetic) and restitution per material pair."""
 
-    friction: MappingProxyType
-    restitution: MappingProxyType
+    friction: ReadOnlyDict
+    restitution: ReadOnlyDict
     materials: tuple
 
     @classmethod
@@ -43,7 +44,7 @@ class MaterialTable:
         for a, b in list(fr) + list(restitution):
             mats.update((a, b))
         rest = {_key(*k): float(v) for k, v in restitution.items()}
-        return cls(MappingProxyType(fr), MappingProxyType(rest), tuple(sorted(mats)))
+        return cls(ReadOnlyDict(fr), ReadOnlyDict(rest), tuple(sorted(mats)))
 
     def mu(self, a: str, b: str) -> tuple[float, float]:
         """(static, kinetic) friction coefficients for materials ``a`` and ``b``."""

@@ -10,29 +10,18 @@ cache off.  Any unreadable entry is treated as a miss.
 """
 from __future__ import annotations
 
-import copyreg
 import hashlib
 import os
 import pickle
 import tempfile
 from pathlib import Path
-from types import MappingProxyType
 
 _SOURCES = ("model/urdf.py", "model/urdf_robot.py", "model/urdf_side.py", "model/urdf_cache.py",
-            "model/package_path.py", "model/description.py", "geometry.py")
+            "model/package_path.py", "model/description.py", "model/readonly.py", "geometry.py")
 _code_hash: str | None = None
 #: entries kept; the least recently written go first
 MAX_ENTRIES = 200
 
-
-
-def _mappingproxy(d: dict) -> MappingProxyType:
-    return MappingProxyType(d)
-
-
-def _reduce_mappingproxy(m):
-    # Robot keeps its name indexes in read-only MappingProxyType views, which pickle cannot store
-    return _mappingproxy, (dict(m),)
 
 
 def enabled() -> bool:
@@ -85,10 +74,7 @@ def store(key, entry: tuple) -> None:
         return
     try:
         with os.fdopen(fd, "wb") as f:
-            p = pickle.Pickler(f, protocol=pickle.HIGHEST_PROTOCOL)
-            p.dispatch_table = copyreg.dispatch_table.copy()
-            p.dispatch_table[MappingProxyType] = _reduce_mappingproxy
-            p.dump(entry)
+            pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, _file(key))
     except Exception:  # noqa: BLE001
         try:

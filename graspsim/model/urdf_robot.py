@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 import numpy as np
 
 from ..errors import ModelError, ModelErrors, ModelWarning, did_you_mean
 from ..geometry import Shape, load_mesh_shape, make_primitive
 from . import bounds as B
-from .description import DOF, FIXED, PRISMATIC, REVOLUTE, Inertial, Joint, Link, Robot, Visual
+from .description import DOF, FIXED, PRISMATIC, REVOLUTE, Inertial, Joint, Link, ReadOnlyDict, Robot, Visual
 from .package_path import resolve
 from .urdf import UrdfDoc
 
@@ -155,9 +154,9 @@ def build_robot(doc: UrdfDoc, spec: HandSpec | None = None) -> Robot:
     return Robot(name=name, file=spec.file or doc.file, links=tuple(links), joints=tuple(joints), dofs=tuple(dofs),
                  base_link=0, palm_link=link_index[palm], approach=_ro(approach), eigengrasps=_ro(eig),
                  eigengrasp_origin=_ro(eig_origin), no_collide=frozenset(pairs),
-                 link_index=MappingProxyType(link_index),
-                 joint_index=MappingProxyType({j.name: i for i, j in enumerate(joints)}),
-                 dof_index=MappingProxyType({d.name: i for i, d in enumerate(dofs)}),
+                 link_index=ReadOnlyDict(link_index),
+                 joint_index=ReadOnlyDict({j.name: i for i, j in enumerate(joints)}),
+                 dof_index=ReadOnlyDict({d.name: i for i, d in enumerate(dofs)}),
                  parent_joint=tuple(parent_joint), sources=(doc.file,) if spec.file else ())
 
 

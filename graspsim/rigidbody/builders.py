@@ -6,12 +6,11 @@ None), so the same :func:`~graspsim.rigidbody.tree.from_robot` path and
 """
 from __future__ import annotations
 
-from types import MappingProxyType
 
 import numpy as np
 
 from .. import spatial
-from ..model.description import DOF, FIXED, PRISMATIC, REVOLUTE, Inertial, Joint, Link, Robot
+from ..model.description import DOF, FIXED, PRISMATIC, REVOLUTE, Inertial, Joint, Link, ReadOnlyDict, Robot
 
 __all__ = ["make_robot", "planar_chain", "serial_chain", "random_tree", "random_rotation"]
 
@@ -51,9 +50,9 @@ def make_robot(name: str, links: list[tuple], joints: list[dict], dofs: list[lis
     return Robot(name=name, file="<synthetic>", links=L, joints=tuple(J), dofs=D, base_link=0, palm_link=0,
                  approach=_ro([0, 0, 1]), eigengrasps=_ro(np.zeros((0, len(D)))),
                  eigengrasp_origin=_ro(np.zeros(len(D))), no_collide=frozenset(),
-                 link_index=MappingProxyType({l.name: i for i, l in enumerate(L)}),
-                 joint_index=MappingProxyType({j.name: i for i, j in enumerate(J)}),
-                 dof_index=MappingProxyType({d.name: i for i, d in enumerate(D)}), parent_joint=tuple(parent_joint))
+                 link_index=ReadOnlyDict({l.name: i for i, l in enumerate(L)}),
+                 joint_index=ReadOnlyDict({j.name: i for i, j in enumerate(J)}),
+                 dof_index=ReadOnlyDict({d.name: i for i, d in enumerate(D)}), parent_joint=tuple(parent_joint))
 
 
 def _T(R=None, p=None) -> np.ndarray:
