@@ -24,6 +24,11 @@ class TrajectoryError(ValueError):
 
 def quintic(x: np.ndarray | float):
     """Quintic time scaling: (s, ds/dx, d2s/dx2) for x clipped to [0, 1]."""
+    if isinstance(x, float) and x == x:
+        # a number (a base motion asks every step): the same IEEE operations on floats, without
+        # numpy's scalar overhead (np.clip alone took 3 us)
+        x = min(1.0, max(0.0, x))
+        return x ** 3 * (10 - 15 * x + 6 * x * x), 30 * x * x * (1 - x) ** 2, 60 * x * (1 - x) * (1 - 2 * x)
     x = np.clip(x, 0.0, 1.0)
     s = x ** 3 * (10 - 15 * x + 6 * x * x)
     ds = 30 * x * x * (1 - x) ** 2
