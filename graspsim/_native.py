@@ -17,16 +17,17 @@ arrays are owned by the caller as usual.
         out = call_native(addr, RESTYPE, (a, b, c)) # same argument types as ``args``
 
 The address is that of the callee's code in this process, so it is an argument, never a global
-(numba freezes globals into a cached kernel).  The return type is best a global: numba types a
-type object passed as an argument in Python, microseconds per call.  A wrong address or argument types segfault, so the address is only ever taken from
+(numba freezes globals into a cached kernel).  The return type is best a global (a compile-time
+constant; numba types a type object passed as an argument in Python, microseconds per call) or the
+name of a :func:`register`-ed kernel, whose return type the caller's compile then asks the kernel
+for.  A wrong address or argument types segfault, so the address is only ever taken from
 :func:`native_entry` for the argument types it will be called with; array layouts may differ (C
 where the kernel was compiled for 'A': the same structure in numba's data model).
 """
 from __future__ import annotations
 
-from numba import types
+from numba import typeof, types
 from numba.core import cgutils
-from numba import typeof
 from numba.extending import intrinsic
 
 __all__ = ["call_native", "native_entry", "native_entry_types", "register", "return_type"]
