@@ -394,7 +394,7 @@ class CollisionModel:
         d.pair1[0, 0], d.pair1[0, 1], d.t1[0] = sa, sb, thr
         while True:
             sep = float(overlap_status(X, X, d.pair1, d.t1, self._P, math.inf, thr, d.C, d.C2, self._cyl)[1][0])
-            if not math.isnan(sep) or not thr <= thr:      # (a NaN threshold asks nothing: NaN)
+            if not math.isnan(sep):
                 return sep
             d.grow(2 * d.C.shape[0])                       # the candidates overflowed the buffers
 

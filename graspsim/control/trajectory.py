@@ -25,11 +25,11 @@ class TrajectoryError(ValueError):
 def quintic(x: np.ndarray | float):
     """Quintic time scaling: (s, ds/dx, d2s/dx2) for x clipped to [0, 1]."""
     if isinstance(x, float) and x == x:
-        # a number (a base motion asks every step): the same IEEE operations on floats, without
-        # numpy's scalar overhead (np.clip alone took 3 us)
+        # a number (a trajectory or a base motion asks every step): plain floats, the same IEEE
+        # operations without numpy's scalar overhead (np.clip alone took 3 us)
         x = min(1.0, max(0.0, x))
-        return x ** 3 * (10 - 15 * x + 6 * x * x), 30 * x * x * (1 - x) ** 2, 60 * x * (1 - x) * (1 - 2 * x)
-    x = np.clip(x, 0.0, 1.0)
+    else:
+        x = np.clip(x, 0.0, 1.0)
     s = x ** 3 * (10 - 15 * x + 6 * x * x)
     ds = 30 * x * x * (1 - x) ** 2
     dds = 60 * x * (1 - x) * (1 - 2 * x)
@@ -78,8 +78,7 @@ class JointTrajectory:
             return q, qd, np.zeros_like(q)
         if self.duration <= 0:
             return self.q1.copy(), np.zeros_like(self.q1), np.zeros_like(self.q1)
-        x = min(1.0, max(0.0, (t - self.t0) / self.duration))     # scalar: plain floats, no numpy calls
-        s, ds, dds = x ** 3 * (10 - 15 * x + 6 * x * x), 30 * x * x * (1 - x) ** 2, 60 * x * (1 - x) * (1 - 2 * x)
+        s, ds, dds = quintic((t - self.t0) / self.duration)
         dq = self.q1 - self.q0
         return self.q0 + s * dq, ds / self.duration * dq, dds / self.duration ** 2 * dq
 

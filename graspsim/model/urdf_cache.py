@@ -23,7 +23,6 @@ _code_hash: str | None = None
 MAX_ENTRIES = 200
 
 
-
 def enabled() -> bool:
     return os.environ.get("GRASPSIM_URDF_CACHE", "1") not in ("0", "", "off", "no")
 

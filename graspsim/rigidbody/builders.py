@@ -6,7 +6,6 @@ None), so the same :func:`~graspsim.rigidbody.tree.from_robot` path and
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import spatial
