@@ -8,8 +8,8 @@ import pytest
 
 import graspsim
 from graspsim import kinematics as K
-from graspsim.control import (PDController, TrajectoryError, cartesian_line, dynamic_auto_grasp, joint_trajectory,
-                              lift_test, quintic, static_auto_grasp)
+from graspsim.control import (JointTrajectory, PDController, TrajectoryError, cartesian_line, dynamic_auto_grasp,
+                              joint_trajectory, lift_test, quintic, static_auto_grasp)
 from graspsim.dynamics import Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +33,19 @@ def test_joint_trajectory_duration_follows_speed_and_limits_are_reported():
     assert qd[0] == pytest.approx(0.5)                     # peak = 1.875 dq / T = speed
     with pytest.raises(TrajectoryError, match="outside the joint limits"):
         joint_trajectory([0, 0], [2.5, 0], lim, [1, 1], names=["a", "b"])
+
+
+def test_trajectory_position_is_the_first_of_its_references():
+    """``position(t)`` (the auto-grasp's settle test asks it every step) is ``tr(t)[0]``, bit for bit,
+    before, inside and after a quintic move, along samples, and for a zero-length move."""
+    lim = np.array([[-3.0, 3.0]] * 3)
+    moves = [joint_trajectory([0.1, -0.2, 0.3], [1.3, 0.4, -0.7], lim, [0.7, 1.1, 0.3], t0=0.25),
+             JointTrajectory(0.0, 0.6, np.zeros(3), np.ones(3), np.array([0.0, 0.2, 0.6]),
+                             np.array([[0, 0, 0], [0.5, -0.5, 1], [1.0, 1, 1]])),
+             JointTrajectory(0.5, 0.0, np.zeros(3), np.array([0.3, 0.2, 0.1]))]
+    for tr in moves:
+        for t in np.linspace(-0.1, tr.t_end + 0.2, 397).tolist():
+            assert np.array_equal(tr.position(t), tr(t)[0])
 
 
 def test_cartesian_line_is_straight():

@@ -175,3 +175,31 @@ def test_one_step_removes_a_joint_violation_to_second_order():
     after = float(np.abs(F.o_c - F.o).max())
     assert before > 9e-7
     assert after < 1e-10
+
+
+def test_body_pose_is_the_body_row_of_poses():
+    """``body_pose`` computes one body's pose alone; it is ``poses()[i]`` bit for bit for every
+    body (links, a tumbling object, the static table, a base moved along a prescribed path)."""
+    w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+    sim = Simulator(w, collisions=False)
+    sim.state.v[:, 3:] = [0.3, -1.1, 2.0]          # spinning: orientations off every axis
+    Xb = sim.body_pose("barrett/palm")
+
+    def motion(t):
+        X = Xb.copy()
+        X[:3, 3] += [0.01 * t, 0.0, 0.05 * t]
+        return X, np.array([0.01, 0.0, 0.05, 0.0, 0.0, 0.0])
+
+    sim.set_base_motion("barrett", motion)
+    # a twin whose motion returns nested lists (the general conversion, not the arrays' fast check)
+    twin = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), collisions=False)
+    twin.state.v[:, 3:] = [0.3, -1.1, 2.0]
+    twin.set_base_motion("barrett", lambda t: tuple(a.tolist() for a in motion(t)))
+    for _ in range(25):
+        sim.step()
+        twin.step()
+        P = sim.poses()
+        for i, name in enumerate(sim.table.names):
+            assert np.array_equal(sim.body_pose(name), P[i])
+        assert np.array_equal(P, twin.poses()) and np.array_equal(sim.state.v, twin.state.v)
+    assert not np.array_equal(sim.body_pose("barrett/palm"), Xb)     # the moved base is reported moved

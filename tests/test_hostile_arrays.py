@@ -93,6 +93,10 @@ def test_collision_model_refuses_non_finite_poses(world):
     with pytest.raises(ValueError, match=r"body 'mug' \(index 9\) rotation part is not orthonormal"):
         m.contacts(P)
     P = world.body_poses()
+    P[io, :3, 0] *= -1.0              # a reflection: orthonormal, but it mirrors the contact normals
+    with pytest.raises(ValueError, match=r"body 'mug' \(index 9\) rotation part has determinant -1"):
+        m.contacts(P)
+    P = world.body_poses()
     P[io, 2, 3] = 1e200               # finite, but the kernels' squares overflow
     with pytest.raises(ValueError, match=r"body 'mug' \(index 9\) has an entry beyond 1e150"):
         m.penetrating(P)

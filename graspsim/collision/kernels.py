@@ -1102,8 +1102,9 @@ def pair_status(pairs, valid):
 def bad_pose(X, tol):
     """Index of the first pose in ``X`` (N, 4, 4) that is not a finite rigid transform with entries
     below 1e150 in magnitude (max |R^T R - I| and the last row's distance from [0, 0, 0, 1] within
-    ``tol``; what the contact kernels assume), or -1: the collision queries' input check, ~0.3 us
-    for a world's poses."""
+    ``tol``, and no reflection: what the contact kernels assume), or -1: the collision queries' input
+    check, ~0.3 us for a world's poses.  Stricter than :func:`graspsim.spatial.rigid_problem` only
+    in the 1e150 bound, so a pose it passes is a rigid transform there too."""
     for i in range(X.shape[0]):
         for j in range(4):
             for k in range(4):
@@ -1117,6 +1118,11 @@ def bad_pose(X, tol):
                 d = X[i, 0, a] * X[i, 0, b] + X[i, 1, a] * X[i, 1, b] + X[i, 2, a] * X[i, 2, b]
                 if abs(d - (1.0 if a == b else 0.0)) > tol:
                     return i
+        # the determinant's sign, as rigid_problem computes it (a reflection mirrors normals)
+        if (X[i, 0, 0] * (X[i, 1, 1] * X[i, 2, 2] - X[i, 1, 2] * X[i, 2, 1])
+                - X[i, 0, 1] * (X[i, 1, 0] * X[i, 2, 2] - X[i, 1, 2] * X[i, 2, 0])
+                + X[i, 0, 2] * (X[i, 1, 0] * X[i, 2, 1] - X[i, 1, 1] * X[i, 2, 0])) < 0.0:
+            return i
     return -1
 
 

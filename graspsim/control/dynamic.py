@@ -241,7 +241,7 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
         hist_t.append(sim.time)
         hist_n.append(sim.contact_count)
         if io is not None:
-            hist_z.append(sim.poses()[io][2, 3])
+            hist_z.append(sim.body_pose(obj)[2, 3])
         now = sim.state.broken[sl].tolist()
         if now != broken:
             for k in range(len(now)):
@@ -253,7 +253,7 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
         # settled: every closing DOF still, and either blocked (its drive pushes with its full
         # effort towards a reference ahead of it) or at the end of its reference
         ql, qdl, kp = q.tolist(), qd.tolist(), ctl.kp[sl].tolist()
-        ref = traj(sim.time)[0].tolist()
+        ref = traj.position(sim.time).tolist()
         at_end = sim.time >= traj.t_end
         ok = all(abs(qdl[d]) < still_l[d] and (at_end or kp[d] * (ref[d] - ql[d]) * sign_l[d] >= full[d])
                  for d in watch)

@@ -63,6 +63,12 @@ class JointTrajectory:
     def t_end(self) -> float:
         return self.t0 + self.duration
 
+    def position(self, t: float) -> np.ndarray:
+        """The reference q at time ``t`` (s): ``self(t)[0]``, without the rates."""
+        if self.samples_t is not None or self.duration <= 0:
+            return self(t)[0]
+        return self.q0 + quintic((t - self.t0) / self.duration)[0] * (self.q1 - self.q0)
+
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Reference (q, qd, qdd) at time ``t`` (s)."""
         if self.samples_t is not None:

@@ -51,6 +51,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .. import spatial
+from ..collision import kernels as CK
 from ..collision.impact import first_impact
 from ..collision.model import concat_contacts
 from ..errors import SimulationError, did_you_mean
@@ -103,6 +104,23 @@ STALL_ADVANCE = 10.0
 #: step(): the controller's command is not asked for yet
 _LATER = object()
 _ZERO3 = np.zeros(3)
+
+
+def _plain_motion(out) -> tuple:
+    """A base motion's return value ``(X_WB, twist)`` when it is plain: a C-contiguous float (4, 4)
+    rigid transform and a float (6,) array of finite numbers, as (a copy of X, the twist as floats);
+    else (None, None), and the caller checks and names what is wrong.  (One compiled pose check
+    instead of the general conversions: this runs every step of a moving base.)"""
+    if type(out) is not tuple or len(out) != 2:
+        return None, None
+    X, tw = out
+    if (type(X) is not np.ndarray or X.dtype != np.float64 or X.shape != (4, 4) or not X.flags.c_contiguous
+            or type(tw) is not np.ndarray or tw.dtype != np.float64 or tw.shape != (6,)):
+        return None, None
+    tl = tw.tolist()
+    if not all(map(math.isfinite, tl)) or CK.bad_pose(X.reshape(1, 4, 4), spatial.RIGID_TOL) >= 0:
+        return None, None
+    return X.copy(), tl
 
 
 def _takes_keyword(f: Callable, name: str) -> bool:
@@ -511,7 +529,32 @@ class Simulator:
         return self._poses(self.state.c, self.state.q)
 
     def body_pose(self, name: str) -> np.ndarray:
-        return self.poses()[self._body_index(name)]
+        """(4, 4) world pose of one body: ``poses()[i]``, bit for bit, computed for that body alone."""
+        return self._pose_of(self._body_index(name))
+
+    def _pose_of(self, i: int) -> np.ndarray:
+        """``poses()[i]`` for one body: a dynamic body's X_WL from its com and orientation on Python
+        floats, the IEEE operations of ``_rows_kernel.place`` in its order (an auto-grasp records the
+        object's height every step; all poses took 3 us)."""
+        X = self._data.X_static[i].copy()
+        s = self.bodies.slot[i]
+        if s < 0:
+            return X
+        st = self.state
+        w, x, y, z = st.q[s].tolist()
+        c0, c1, c2 = st.c[s].tolist()
+        l0, l1, l2 = self.bodies.com_L[s].tolist()
+        R = ((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)),
+             (2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)),
+             (2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)))
+        for a, ca in enumerate((c0, c1, c2)):
+            Ra = R[a]
+            ca -= Ra[0] * l0
+            ca -= Ra[1] * l1
+            ca -= Ra[2] * l2
+            X[a, :3] = Ra
+            X[a, 3] = ca
+        return X
 
     def body_velocity(self, name: str) -> np.ndarray:
         """[v_com; omega] (6,) in W; zeros for a static body."""
@@ -566,15 +609,17 @@ class Simulator:
         placed = []
         for b, motion in self._kinematic.items():
             out = motion(t)
-            what = f"base motion of '{self.table.names[b]}' at t = {t:.9g} s"
-            if not isinstance(out, tuple) or len(out) != 2:
-                raise ValueError(f"{what}: must return (X_WB (4, 4), twist (6,)), got {type(out).__name__}")
-            X = spatial.check_rigid(out[0], f"{what}: pose")
-            tw = vector(f"{what}: twist", out[1], 6)
+            X, tw = _plain_motion(out)
+            if X is None:       # not plain float arrays: checked and converted, or refused by name
+                what = f"base motion of '{self.table.names[b]}' at t = {t:.9g} s"
+                if not isinstance(out, tuple) or len(out) != 2:
+                    raise ValueError(f"{what}: must return (X_WB (4, 4), twist (6,)), got {type(out).__name__}")
+                X = spatial.check_rigid(out[0], f"{what}: pose")
+                tw = vector(f"{what}: twist", out[1], 6).tolist()
             com = X[:3, :3] @ self._com_L_all[b]
             # v_com = v + w x com on Python floats (the same IEEE products and differences as
             # rows.cross, without its array temporaries: this runs every step of a moving base)
-            v0, v1, v2, w0, w1, w2 = tw.tolist()
+            v0, v1, v2, w0, w1, w2 = tw
             c0, c1, c2 = com.tolist()
             V[b] = (v0 + (w1 * c2 - w2 * c1), v1 + (w2 * c0 - w0 * c2), v2 + (w0 * c1 - w1 * c0), w0, w1, w2)
             placed.append((b, X))
