@@ -32,7 +32,7 @@ from numba.core import config, types
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 from numba.core.registry import CPUDispatcher
 
-from . import _compile, _flag_values, _link_only, _warmup
+from . import _box_arrays, _compile, _flag_values, _link_only, _warmup
 from ._numba_locator import PackageCacheLocator
 
 __all__ = ["njit", "is_kernel", "is_helper"]
@@ -40,6 +40,7 @@ __all__ = ["njit", "is_kernel", "is_helper"]
 _compile.install()      # compile progress on stderr, before any kernel can compile
 _link_only.install()
 _flag_values.install()
+_box_arrays.install()
 
 
 class _KernelCacheImpl(CompileResultCacheImpl):
