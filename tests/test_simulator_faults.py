@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import graspsim
-from graspsim import spatial
+from graspsim import _compile, spatial
 from graspsim.dynamics import DriveCommand, Simulator
 from graspsim.dynamics import simulator as S
 from graspsim.errors import SimulationError
@@ -40,19 +40,22 @@ class Hang(Exception):
 
 @contextmanager
 def within_a_second():
-    """Fail (not hang) if the block runs 10 s; assert it took less than 1 s (our calls take ms)."""
+    """Fail (not hang) if the block runs 10 s; assert it took less than 1 s (our calls take ms),
+    unless a kernel was compiled or loaded in it: on an empty kernel cache the first call of a path
+    compiles its kernels (seconds), which says nothing about the call (this file run on its own)."""
     def _raise(*_):
         raise Hang("call did not return within 10 s")
 
     old = signal.signal(signal.SIGALRM, _raise)
     signal.setitimer(signal.ITIMER_REAL, 10.0)
+    kernels = _compile._progress.n
     t0 = time.perf_counter()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, old)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 1.0 or _compile._progress.n != kernels
 
 
 def same_state(a, b) -> bool:

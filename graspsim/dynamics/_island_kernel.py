@@ -119,15 +119,25 @@ def _by_body(cb, cnt, nb):
 @njit(cache=True)
 def _product(nb, sA, rA, eA, cjA, sB, rB, eB, cwB, nA, nB):
     """(nA, nB) matrix A^T M^-1 B from the compact rows, summing over shared bodies only: per body,
-    one small dense product (BLAS) of the rows touching it, scattered into the result."""
+    one small dense product (BLAS) of the rows touching it, scattered into the result.  The
+    per-body blocks live in three buffers sized for the largest body (one allocation each, not
+    three per body)."""
     out = np.zeros((nA, nB))
+    ma = 0
+    mb = 0
+    for b in range(nb):
+        ma = max(ma, sA[b + 1] - sA[b])
+        mb = max(mb, sB[b + 1] - sB[b])
+    JAbuf = np.empty((ma, 6))
+    WBbuf = np.empty((mb, 6))
+    Pbuf = np.empty(ma * mb)
     for b in range(nb):
         na = sA[b + 1] - sA[b]
         nbb = sB[b + 1] - sB[b]
         if na == 0 or nbb == 0:
             continue
-        JA = np.empty((na, 6))
-        WB = np.empty((nbb, 6))
+        JA = JAbuf[:na]
+        WB = WBbuf[:nbb]
         for x in range(na):
             a, k = rA[sA[b] + x], eA[sA[b] + x]
             for j in range(6):
@@ -136,7 +146,8 @@ def _product(nb, sA, rA, eA, cjA, sB, rB, eB, cwB, nA, nB):
             c, l = rB[sB[b] + y], eB[sB[b] + y]
             for j in range(6):
                 WB[y, j] = cwB[c, l, j]
-        P = JA @ WB.T
+        P = Pbuf[:na * nbb].reshape((na, nbb))
+        np.dot(JA, WB.T, P)
         for x in range(na):
             a = rA[sA[b] + x]
             for y in range(nbb):
