@@ -335,26 +335,23 @@ def _expand(Gb, ca, cb, pa, pb):
     nh = ca.shape[0]
     E = np.empty((nb, nh))
     for x in range(nb):
-        Gx = Gb[x]
-        Ex = E[x]
         for j in range(nh):
             if cb[j] == 0.0:
-                Ex[j] = ca[j] * Gx[pa[j]]
+                E[x, j] = ca[j] * Gb[x, pa[j]]
             else:
-                Ex[j] = ca[j] * Gx[pa[j]] + cb[j] * Gx[pb[j]]
+                E[x, j] = ca[j] * Gb[x, pa[j]] + cb[j] * Gb[x, pb[j]]
     G = np.empty((nh, nh))
     for i in range(nh):
-        Gi = G[i]
-        Ea = E[pa[i]]
+        ea = pa[i]
         a = ca[i]
         if cb[i] == 0.0:
             for j in range(nh):
-                Gi[j] = a * Ea[j]
+                G[i, j] = a * E[ea, j]
         else:
-            Eb = E[pb[i]]
+            eb = pb[i]
             b = cb[i]
             for j in range(nh):
-                Gi[j] = a * Ea[j] + b * Eb[j]
+                G[i, j] = a * E[ea, j] + b * E[eb, j]
     return G
 
 
@@ -395,10 +392,9 @@ def _elimination_term(nbi, hs, hr, he, hw, ne, es, er, ee, ej, L, fL):
     clo = np.empty(ne, np.int64)
     chi = np.empty(ne, np.int64)
     for i in range(ne):
-        Xi = X[i]
         lo_, hi_ = nh, 0
         for c in range(nh):
-            if Xi[c] != 0.0:
+            if X[i, c] != 0.0:
                 lo_ = min(lo_, c)
                 hi_ = c + 1
         for k in range(fL[i], i):
@@ -407,24 +403,21 @@ def _elimination_term(nbi, hs, hr, he, hw, ne, es, er, ee, ej, L, fL):
         clo[i], chi[i] = lo_, hi_
         for k in range(fL[i], i):
             lik = L[i, k]
-            Xk = X[k]
             for c in range(clo[k], chi[k]):
-                Xi[c] -= lik * Xk[c]
+                X[i, c] -= lik * X[k, c]
         d = L[i, i]
         for c in range(lo_, hi_):
-            Xi[c] /= d
+            X[i, c] /= d
     # Y^T Y: S_ac = sum_i Y_ia Y_ic summed in i order from zero over row i's range (the zero
     # products a dense sum adds change nothing), then put at the original places
     S = np.zeros((nh, nh))
     for i in range(ne):
-        Xi = X[i]
         for a in range(clo[i], chi[i]):
-            ya = Xi[a]
+            ya = X[i, a]
             if ya == 0.0:
                 continue
-            Sa = S[a]
             for c in range(a, chi[i]):
-                Sa[c] += ya * Xi[c]
+                S[a, c] += ya * X[i, c]
     out = np.empty((nh, nh))
     for a in range(nh):
         ga = P[a]

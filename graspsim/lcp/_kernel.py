@@ -73,9 +73,10 @@ def _lu_factor(A, piv, amin=0.0):
             f = A[i, k] * inv
             if f != 0.0:
                 A[i, k] = f
-                Ai = A[i, k + 1:]
+                # (indexed, not through a row view: a view takes and drops a reference to A's
+                # memory, two atomic operations per row and pivot, m^2 / 2 of them per factor)
                 for j in range(m - k - 1):
-                    Ai[j] -= f * rowk[j]
+                    A[i, k + 1 + j] -= f * rowk[j]
             else:
                 A[i, k] = 0.0
     return True
@@ -99,30 +100,25 @@ def _lu_inverse(LU, piv):
             perm[p] = t
     Y = np.zeros((m, m))
     for i in range(m):                    # L Y = I (L unit lower; columns in perm order)
-        Yi = Y[i]
-        Yi[i] = 1.0
+        Y[i, i] = 1.0
         for j in range(i):
             f = LU[i, j]
             if f != 0.0:
-                Yj = Y[j]
                 for c in range(j + 1):
-                    Yi[c] -= f * Yj[c]
+                    Y[i, c] -= f * Y[j, c]
     for i in range(m - 1, -1, -1):        # U X = Y
-        Yi = Y[i]
         for j in range(i + 1, m):
             f = LU[i, j]
             if f != 0.0:
-                Yj = Y[j]
                 for c in range(m):
-                    Yi[c] -= f * Yj[c]
+                    Y[i, c] -= f * Y[j, c]
         inv = 1.0 / LU[i, i]
         for c in range(m):
-            Yi[c] *= inv
+            Y[i, c] *= inv
     X = np.empty((m, m))
     for i in range(m):
-        Yi = Y[i]
         for t in range(m):
-            X[i, perm[t]] = Yi[t]
+            X[i, perm[t]] = Y[i, t]
     return X
 
 
