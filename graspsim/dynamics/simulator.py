@@ -529,32 +529,7 @@ class Simulator:
         return self._poses(self.state.c, self.state.q)
 
     def body_pose(self, name: str) -> np.ndarray:
-        """(4, 4) world pose of one body: ``poses()[i]``, bit for bit, computed for that body alone."""
-        return self._pose_of(self._body_index(name))
-
-    def _pose_of(self, i: int) -> np.ndarray:
-        """``poses()[i]`` for one body: a dynamic body's X_WL from its com and orientation on Python
-        floats, the IEEE operations of ``_rows_kernel.place`` in its order (an auto-grasp records the
-        object's height every step; all poses took 3 us)."""
-        X = self._data.X_static[i].copy()
-        s = self.bodies.slot[i]
-        if s < 0:
-            return X
-        st = self.state
-        w, x, y, z = st.q[s].tolist()
-        c0, c1, c2 = st.c[s].tolist()
-        l0, l1, l2 = self.bodies.com_L[s].tolist()
-        R = ((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)),
-             (2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)),
-             (2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)))
-        for a, ca in enumerate((c0, c1, c2)):
-            Ra = R[a]
-            ca -= Ra[0] * l0
-            ca -= Ra[1] * l1
-            ca -= Ra[2] * l2
-            X[a, :3] = Ra
-            X[a, 3] = ca
-        return X
+        return self.poses()[self._body_index(name)]
 
     def body_velocity(self, name: str) -> np.ndarray:
         """[v_com; omega] (6,) in W; zeros for a static body."""

@@ -19,9 +19,10 @@ from ..errors import ModelError, quote
 from ..geometry import MESH_SUFFIXES, PRIMITIVES, Shape, load_mesh_shape, make_primitive
 from . import bounds as B
 from .description import (DOF, FIXED, PRISMATIC, REVOLUTE, BodyInstance, Inertial, Joint, Link, Object,
-                          ReadOnlyDict, Robot, RobotInstance, World)
+                          Robot, RobotInstance, World)
 from .fields import Reader, text_problem
 from .materials import MaterialTable
+from .readonly import ReadOnlyDict
 from .urdf_side import is_urdf, load_side_file, load_urdf_robot
 from .mesh_object import is_object_file, load_object_file
 from .yamlio import YList, YMap, load_yaml

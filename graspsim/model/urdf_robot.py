@@ -27,8 +27,9 @@ import numpy as np
 from ..errors import ModelError, ModelErrors, ModelWarning, did_you_mean
 from ..geometry import Shape, load_mesh_shape, make_primitive
 from . import bounds as B
-from .description import DOF, FIXED, PRISMATIC, REVOLUTE, Inertial, Joint, Link, ReadOnlyDict, Robot, Visual
+from .description import DOF, FIXED, PRISMATIC, REVOLUTE, Inertial, Joint, Link, Robot, Visual
 from .package_path import resolve
+from .readonly import ReadOnlyDict
 from .urdf import UrdfDoc
 
 DEFAULT_COLOR = (0.7, 0.7, 0.72)

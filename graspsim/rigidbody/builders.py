@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import spatial
-from ..model.description import DOF, FIXED, PRISMATIC, REVOLUTE, Inertial, Joint, Link, ReadOnlyDict, Robot
+from ..model.description import DOF, FIXED, PRISMATIC, REVOLUTE, Inertial, Joint, Link, Robot
+from ..model.readonly import ReadOnlyDict
 
 __all__ = ["make_robot", "planar_chain", "serial_chain", "random_tree", "random_rotation"]
 
