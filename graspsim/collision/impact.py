@@ -181,15 +181,20 @@ def _check_fast_pairs(model, X0, X1, pairs, T, thick, move, thr) -> float:
     thickness, m)."""
     # below a face by less than T is inside the body only if the body is thicker than T: a thinner
     # one (or a mesh: thin walls possible) is left to FCL
-    Tk = np.where(T < thick, T, np.inf)
-    # the kernel answers for pairs of one-shape bodies (by shape index); the others ask FCL
-    one = (model._bcount[pairs[:, 0]] == 1) & (model._bcount[pairs[:, 1]] == 1)
+    thin = T < thick
+    Tk = np.where(thin, T, np.inf)
+    # the kernel answers for pairs of one-shape bodies (by shape index) that travel less than the
+    # thinner body is thick (for the others it answers 3, undecided, without looking: not asked,
+    # which in a grasp of a mesh object is most of them); the undecided ask FCL
     status = np.full(len(pairs), 3, np.int64)
-    if one.any():
-        sp = np.ascontiguousarray(model._bstart[pairs[one]])
-        d = model.data
-        status[one] = overlap_status(model.shape_poses(X0), model.shape_poses(X1), sp, np.ascontiguousarray(Tk[one]),
-                                     model._P, model.pen_tol, MAX_THRESHOLD, d.C, d.C2, model._cyl)[0]
+    if thin.any():
+        one = thin & (model._bcount[pairs[:, 0]] == 1) & (model._bcount[pairs[:, 1]] == 1)
+        if one.any():
+            sp = np.ascontiguousarray(model._bstart[pairs[one]])
+            d = model.data
+            status[one] = overlap_status(model.shape_poses(X0), model.shape_poses(X1), sp,
+                                         np.ascontiguousarray(T[one]), model._P, model.pen_tol, MAX_THRESHOLD,
+                                         d.C, d.C2, model._cyl)[0]
     cand = list(map(tuple, pairs.tolist()))                       # (i, j) as Python ints
     status_l = status.tolist()
     new = [p for p, st in zip(cand, status_l) if st == 1]

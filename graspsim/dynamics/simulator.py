@@ -1263,12 +1263,15 @@ class Simulator:
         for b, Xa in kin_from:
             Xb = self._data.X_static[b]
             cL = self._com_L_all[b]
-            ca, cb = Xa[:3, :3] @ cL + Xa[:3, 3], Xb[:3, :3] @ cL + Xb[:3, 3]
-            # (a base lifted straight up keeps its rotation: no logarithm to take)
-            w = _ZERO3 if np.array_equal(Xa[:3, :3], Xb[:3, :3]) else spatial.rotation_log(Xb[:3, :3] @ Xa[:3, :3].T)
+            Ra = Xa[:3, :3]
+            # (a base lifted straight up keeps its rotation: no logarithm to take, and one product)
+            same = bool((Ra == Xb[:3, :3]).all())
+            Rc = Ra @ cL
+            ca, cb = Rc + Xa[:3, 3], (Rc if same else Xb[:3, :3] @ cL) + Xb[:3, 3]
+            w = _ZERO3 if same else spatial.rotation_log(Xb[:3, :3] @ Ra.T)
             vel[b, :3], vel[b, 3:] = (cb - ca) / h, w / h
             X0[b] = Xa
-            paths.append((b, Xa[:3, :3], ca, cb - ca, w, cL))
+            paths.append((b, Ra, ca, cb - ca, w, cL))
 
         def move(f):
             X = self._trial_move(s, f * h)[2]
