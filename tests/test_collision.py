@@ -585,3 +585,34 @@ def test_closest_points_of_a_touching_pair_lie_where_they_touch(scene):
 def test_a_contact_threshold_outside_the_kernels_range_is_refused(scene, thr):
     with pytest.raises(ValueError, match="contact threshold must be in"):
         find_contacts(scene, thr)
+
+
+@pytest.mark.parametrize("world", ["barrett_mug", "puma_barrett_handset", "panda_hand_mug", "parallel_jaw_box"])
+def test_shape_frames_are_body_poses_times_shape_offsets(world):
+    """The collision model's shape frames X_WS = X_WL X_LS (one compiled pass with the pose check):
+    each equals the product computed independently on Python floats (to rounding) and numpy's
+    matmul, which the kernel's fused multiply-adds reproduce bit for bit where numpy's BLAS uses
+    them (checked on the shipped worlds at random rigid body poses)."""
+    w = graspsim.load_world(ROOT / "worlds" / f"{world}.yaml")
+    m = model_for(w)
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        P = w.body_poses().copy()
+        for i in range(len(P)):
+            q = rng.standard_normal(4)
+            P[i, :3, :3] = quat_to_matrix(q / np.linalg.norm(q))
+            P[i, :3, 3] = rng.uniform(-0.5, 0.5, 3)
+        X = m.shape_poses(P)
+        body = np.asarray(w.table.shape_body)
+        X_LS = np.asarray(w.table.shape_X_LS, float).reshape(-1, 4, 4)
+        assert X.shape == (len(body), 4, 4)
+        for s in range(len(body)):
+            A, B = P[body[s]].tolist(), X_LS[s].tolist()
+            ref = [[sum(A[r][k] * B[k][c] for k in range(4)) for c in range(4)] for r in range(4)]
+            np.testing.assert_allclose(X[s], ref, rtol=0, atol=1e-15)
+        fused = bool(np.array_equal(np.matmul(P[body], X_LS), X))
+        if np.__config__.show(mode="dicts")["Build Dependencies"]["blas"]["name"].startswith("scipy-openblas"):
+            assert fused, "shape frames differ from numpy's (OpenBLAS) product"
+    P[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite rigid"):
+        m.shape_poses(P)

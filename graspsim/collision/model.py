@@ -279,17 +279,18 @@ class CollisionModel:
         if poses.shape != (len(self._valid), 4, 4):
             raise ValueError(f"poses must be ({len(self._valid)}, 4, 4), got {poses.shape}")
         # a NaN or sheared pose gave NaN contacts, "interpenetrating" pairs or a division by zero
-        # inside the kernels; one compiled pass (~0.3 us) is the check, the body is named when it fails
-        i = K.bad_pose(np.ascontiguousarray(poses), RIGID_TOL)
+        # inside the kernels; one compiled pass (~0.3 us) is the check, the body is named when it
+        # fails; the same pass composes the shape frames when a shape sits off its body's frame
+        poses = np.ascontiguousarray(poses)
+        if self._one_to_one and not self._offset:
+            i, X = K.shape_frames(poses, RIGID_TOL, K.NO_SHAPES, K.NO_FRAMES)[0], poses
+        else:
+            i, X = K.shape_frames(poses, RIGID_TOL, self._shape_body, self._X_LS)
         if i >= 0:
             problem = rigid_problem(poses[i]) or "has an entry beyond 1e150 in magnitude"
             raise ValueError(f"poses: the pose of body '{self.table.names[i]}' (index {i}) {problem}; every body "
                              "pose must be a finite rigid 4x4 transform")
-        if self._one_to_one:
-            if not self._offset:
-                return np.ascontiguousarray(poses)
-            return np.matmul(poses, self._X_LS)
-        return np.matmul(poses[self._shape_body], self._X_LS)
+        return X
 
     def _checked_pairs(self, pairs) -> np.ndarray:
         """``pairs`` as a C-contiguous (k, 2) int64 array of body indices (table order); ValueError

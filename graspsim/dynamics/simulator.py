@@ -118,7 +118,8 @@ def _plain_motion(out) -> tuple:
             or type(tw) is not np.ndarray or tw.dtype != np.float64 or tw.shape != (6,)):
         return None, None
     tl = tw.tolist()
-    if not all(map(math.isfinite, tl)) or CK.bad_pose(X.reshape(1, 4, 4), spatial.RIGID_TOL) >= 0:
+    if (not all(map(math.isfinite, tl))
+            or CK.shape_frames(X.reshape(1, 4, 4), spatial.RIGID_TOL, CK.NO_SHAPES, CK.NO_FRAMES)[0] >= 0):
         return None, None
     return X.copy(), tl
 
