@@ -598,6 +598,21 @@ def all_finite(a, b, c):
 
 
 @njit(cache=True)
+def command_ok(A):
+    """Does the stacked command ``A`` (6, nd) (rows in ``checks.CMD_FIELDS`` order) pass
+    ``checks.command_array``'s check: q_ref, qd_ref, tau_ff, kp, kd finite and kp, kd, effort >= 0
+    (effort may be inf; a NaN fails)?  One pass instead of two numpy reductions."""
+    for j in range(A.shape[1]):
+        for r in range(5):
+            if not np.isfinite(A[r, j]):
+                return False
+        for r in range(3, 6):
+            if not A[r, j] >= 0.0:
+                return False
+    return True
+
+
+@njit(cache=True)
 def limit_crossed(cand, lo, hi, tol, prev, jq):
     """Did a joint that was inside its limits (up to tol) end beyond one (by more than tol)?"""
     for i in range(cand.shape[0]):

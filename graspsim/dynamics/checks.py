@@ -62,12 +62,12 @@ def command_array(cmd, dof_names: tuple) -> np.ndarray:
     naming the field and DOF unless q_ref, qd_ref, tau_ff, kp, kd are finite and kp, kd, effort
     >= 0 (effort may be inf).  One stacked array: a few numpy calls per step, not one per field."""
     nd = len(dof_names)
-    pre = getattr(cmd, "_rows", None)       # DriveCommand.from_rows: stacked and checked already
+    pre = getattr(cmd, "_rows", None)       # DriveCommand.from_rows/torques: stacked (and checked)
     if pre is not None:
         (a, b, c, d, e, f), A, ok = pre
         if (cmd.q_ref is a and cmd.qd_ref is b and cmd.tau_ff is c and cmd.kp is d and cmd.kd is e
                 and cmd.effort is f and A.shape == (6, nd)):
-            if not ok:
+            if not (RK.command_ok(A) if ok is None else ok):
                 _command_problem(cmd, dof_names)
             return A
     try:
@@ -76,10 +76,7 @@ def command_array(cmd, dof_names: tuple) -> np.ndarray:
         A = None
     if A is None or A.shape != (6, nd):
         _command_problem(cmd, dof_names)
-    # finiteness of the first five rows in one compiled pass; then the signs of kp, kd, effort
-    # (ndarray.min keeps a NaN, which fails >=)
-    F = A[:5]
-    if nd and not (RK.all_finite(F, F, F) and A[3:].min() >= 0):
+    if not RK.command_ok(A):                # one compiled pass
         _command_problem(cmd, dof_names)
     return A
 

@@ -27,11 +27,11 @@ class DriveCommand:
     effort: np.ndarray    # (nd,) |tau| limit
 
     @classmethod
-    def from_rows(cls, A: np.ndarray, ok: bool) -> "DriveCommand":
+    def from_rows(cls, A: np.ndarray, ok: bool | None) -> "DriveCommand":
         """The command whose fields are the rows of ``A`` (6, nd) in ``checks.CMD_FIELDS`` order
         (q_ref, qd_ref, tau_ff, kp, kd, effort), already checked (``ok``: whether they pass
-        ``checks.command_array``): the simulator then takes ``A`` as it is, unless a field was
-        replaced since."""
+        ``checks.command_array``; None: not yet, the simulator checks): the simulator then takes
+        ``A`` as it is, unless a field was replaced since."""
         rows = (A[0], A[1], A[2], A[3], A[4], A[5])
         cmd = cls(rows[0], rows[1], rows[3], rows[4], rows[2], rows[5])
         cmd._rows = (rows, A, ok)
@@ -39,7 +39,15 @@ class DriveCommand:
 
     @classmethod
     def torques(cls, tau: np.ndarray, effort: np.ndarray | None = None) -> "DriveCommand":
-        """Pure torque control (no PD)."""
+        """Pure torque control (no PD): ``tau`` (nd,) N m or N, ``effort`` (nd,) limits (default
+        none).  Its fields are the rows of one stacked (6, nd) array, which the simulator checks
+        and takes as it is (a Python torque controller builds one every step)."""
         tau = np.asarray(tau, dtype=float)
-        z = np.zeros_like(tau)
-        return cls(z, z, z, z, tau, np.full_like(tau, np.inf) if effort is None else np.asarray(effort, float))
+        eff = None if effort is None else np.asarray(effort, float)
+        if tau.ndim != 1 or (eff is not None and eff.shape != tau.shape):
+            z = np.zeros_like(tau)      # (shapes the simulator's check names)
+            return cls(z, z, z, z, tau, np.full_like(tau, np.inf) if eff is None else eff)
+        A = np.zeros((6, tau.shape[0]))
+        A[2] = tau
+        A[5] = np.inf if eff is None else eff
+        return cls.from_rows(A, None)
