@@ -26,6 +26,7 @@ def joint_frames_values(X, parent, child, X_PJ, X_CJ, axis_J, perp_J, kind, prev
     ax = np.empty((nj, 3))
     pp = np.empty((nj, 2, 3))
     q = np.zeros(nj)
+    ru = np.empty(3)        # (one buffer for every joint: no allocation per joint)
     for n in range(nj):
         P = X[parent[n]]
         C = X[child[n]]
@@ -59,8 +60,8 @@ def joint_frames_values(X, parent, child, X_PJ, X_CJ, axis_J, perp_J, kind, prev
                 pp[n, m, i] = s
         if kind[n] == 0:
             # angle about the axis taking J to J': the child's first perpendicular in J's perpendiculars
-            ru = np.zeros(3)
             for i in range(3):
+                ru[i] = 0.0
                 for k in range(3):
                     ru[i] += R_c[n, i, k] * perp_J[n, 0, k]
             y = ru[0] * pp[n, 1, 0] + ru[1] * pp[n, 1, 1] + ru[2] * pp[n, 1, 2]
@@ -98,6 +99,7 @@ def equality_rows(rj, rt, rk, kind, parent, child, axis_J, slot, com_W, o, o_c, 
     err = np.empty(r)
     keep = np.empty(r, np.bool_)
     d = np.empty(3)
+    ac = np.empty(3)
     for i in range(r):
         n, t, k = rj[i], rt[i], rk[i]
         if t == 2 or t == 3:          # perpendicular of the joint axis
@@ -133,8 +135,8 @@ def equality_rows(rj, rt, rk, kind, parent, child, axis_J, slot, com_W, o, o_c, 
                 sba += R_c[n, b, j] * R[n, a, j]
             err[i] = 0.5 * (sab - sba)
         else:                         # axis misalignment (revolute) along a perpendicular
-            ac = np.zeros(3)
             for a in range(3):
+                ac[a] = 0.0
                 for j in range(3):
                     ac[a] += R_c[n, a, j] * axis_J[n, j]
             m0 = ax[n, 1] * ac[2] - ax[n, 2] * ac[1]
@@ -234,12 +236,13 @@ def integrate(c, q, v, h):
     c1 = np.empty_like(c)
     q1 = np.empty_like(q)
     R = rotations(q)
+    wb = np.empty(3)
     for i in range(n):
         for j in range(3):
             c1[i, j] = c[i, j] + h * v[i, j]
         # body-frame angular velocity R^T omega
-        wb = np.zeros(3)
         for a in range(3):
+            wb[a] = 0.0
             for b in range(3):
                 wb[a] += R[i, b, a] * v[i, 3 + b]
         w, x, y, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
@@ -312,8 +315,9 @@ def mass_terms(mass, inertia_L, q, v, k, h):
     I_W = np.empty((n, 3, 3))
     Minv = np.zeros((n, 6, 6))
     aM = np.empty((n, 6))
+    I = np.empty((3, 3))        # (every entry written for each body below)
+    Ii = np.empty((3, 3))
     for i in range(n):
-        I = np.zeros((3, 3))
         for a in range(3):
             for b in range(3):
                 t = 0.0
@@ -334,7 +338,6 @@ def mass_terms(mass, inertia_L, q, v, k, h):
         c01 = I[1, 2] * I[2, 0] - I[1, 0] * I[2, 2]
         c02 = I[1, 0] * I[2, 1] - I[1, 1] * I[2, 0]
         det = I[0, 0] * c00 + I[0, 1] * c01 + I[0, 2] * c02
-        Ii = np.empty((3, 3))
         Ii[0, 0] = c00 / det
         Ii[1, 0] = c01 / det
         Ii[2, 0] = c02 / det
@@ -360,8 +363,9 @@ def tangential_speed(sa, sb, v, com_a, com_b, point, normal):
     """|tangential part| of the velocity of body b relative to body a at each contact point (eq. 13)."""
     k = sa.shape[0]
     out = np.empty(k)
+    rel = np.empty(3)
     for c in range(k):
-        rel = np.zeros(3)
+        rel[0] = rel[1] = rel[2] = 0.0
         for side in range(2):
             s = sb[c] if side else sa[c]
             if s < 0:
@@ -437,11 +441,11 @@ def joint_wrenches(kind, parent, child, slot, com_W, o, ax, tau, nb):
     and opposite on child and parent (steps 7-8)."""
     out = np.zeros((nb, 6))
     w = np.empty(6)
+    a = np.empty(3)
     for n in range(kind.shape[0]):
         t = tau[n]
         if t == 0.0:
             continue
-        a = np.empty(3)
         for j in range(3):
             a[j] = ax[n, j] * t
         for side in range(2):
