@@ -5,7 +5,8 @@
 Builds the drop with ``benchmarks/peers/graspsim_grasp.py`` (the peers' ``scene_spec.py`` gives
 every number) and steps it on the peers' time grid (``advance``: a step cut at an impact is
 followed by sub-steps to the grid time).  Per 0.1 s bin: impact sub-steps, grid steps, CPU per
-grid step (ms), the largest island LCP (rows) and the contact points at the bin's end.  BLAS
+grid step (ms), the largest island LCP (rows), the Lemke pivots of all its steps and the contact
+points at the bin's end.  BLAS
 runs on one thread (as in ``peers/run_compare.py``), so CPU is one core's.
 """
 from __future__ import annotations
@@ -43,7 +44,16 @@ def main() -> None:
         for k in range(40):
             G.advance(warm, None, a.h, k)
         sim = graspsim.Simulator(graspsim.load_world(path), dt=a.h)
-    bins = collections.defaultdict(lambda: [0, 0, 0.0, 0, 0])   # sub-steps, steps, CPU, LCP max, contacts
+    bins = collections.defaultdict(lambda: [0, 0, 0.0, 0, 0, 0])   # sub-steps, steps, CPU, LCP max, contacts, pivots
+    pivots = [0]
+    step = sim.step
+
+    def counted(ctl=None):
+        info = step(ctl)
+        pivots[0] += info.pivots
+        return info
+
+    sim.step = counted              # (every step() call of advance, sub-steps included)
     for k in range(round(S.DROP_T / a.h)):
         c0 = time.process_time()
         calls = G.advance(sim, None, a.h, k)
@@ -53,9 +63,11 @@ def main() -> None:
         b[2] += time.process_time() - c0
         b[3] = max([b[3], *sim.info.lcp_sizes])
         b[4] = 0 if sim.contacts is None else len(sim.contacts)
-    print(f"{'t (s)':>6} {'sub-steps':>9} {'steps':>6} {'ms/step':>8} {'LCP max':>8} {'contacts':>8}")
-    for t, (s, n, c, m, nc) in sorted(bins.items()):
-        print(f"{t * 0.1:6.1f} {s:9d} {n:6d} {1e3 * c / n:8.2f} {m:8d} {nc:8d}")
+        b[5] += pivots[0]
+        pivots[0] = 0
+    print(f"{'t (s)':>6} {'sub-steps':>9} {'steps':>6} {'ms/step':>8} {'LCP max':>8} {'contacts':>8} {'pivots':>8}")
+    for t, (s, n, c, m, nc, pv) in sorted(bins.items()):
+        print(f"{t * 0.1:6.1f} {s:9d} {n:6d} {1e3 * c / n:8.2f} {m:8d} {nc:8d} {pv:8d}")
     print(f"total CPU {sum(v[2] for v in bins.values()):.2f} s, impact sub-steps {sum(v[0] for v in bins.values())}")
 
 

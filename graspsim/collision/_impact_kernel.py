@@ -31,58 +31,53 @@ from .kernels import closest_candidate
 def obb_gap(XA, loA, hiA, XB, loB, hiB):
     """Largest gap (m; <= 0 when no axis separates) between two oriented boxes along the 15
     separating axes: a lower bound of the distance between the boxes.  ``X`` (4, 4) world pose of a
-    box frame, ``lo``/``hi`` (3,) its bounds in that frame."""
-    cA = np.empty(3)
-    cB = np.empty(3)
-    eA = np.empty(3)
-    eB = np.empty(3)
-    for i in range(3):
-        eA[i] = 0.5 * (hiA[i] - loA[i])
-        eB[i] = 0.5 * (hiB[i] - loB[i])
-    for i in range(3):
-        sa = XA[i, 3]
-        sb = XB[i, 3]
-        for k in range(3):
-            sa += XA[i, k] * 0.5 * (loA[k] + hiA[k])
-            sb += XB[i, k] * 0.5 * (loB[k] + hiB[k])
-        cA[i] = sa
-        cB[i] = sb
-    d = cB - cA
+    box frame, ``lo``/``hi`` (3,) its bounds in that frame.  (Scalars and tuples, no arrays: the
+    impact screen calls it for many pairs every step.)"""
+    eA = (0.5 * (hiA[0] - loA[0]), 0.5 * (hiA[1] - loA[1]), 0.5 * (hiA[2] - loA[2]))
+    eB = (0.5 * (hiB[0] - loB[0]), 0.5 * (hiB[1] - loB[1]), 0.5 * (hiB[2] - loB[2]))
+    d0 = _centre(XB, loB, hiB, 0) - _centre(XA, loA, hiA, 0)
+    d1 = _centre(XB, loB, hiB, 1) - _centre(XA, loA, hiA, 1)
+    d2 = _centre(XB, loB, hiB, 2) - _centre(XA, loA, hiA, 2)
     best = -np.inf
-    L = np.empty(3)
     for ax in range(15):
         if ax < 3:
-            for i in range(3):
-                L[i] = XA[i, ax]
+            L0, L1, L2 = XA[0, ax], XA[1, ax], XA[2, ax]
         elif ax < 6:
-            for i in range(3):
-                L[i] = XB[i, ax - 3]
+            L0, L1, L2 = XB[0, ax - 3], XB[1, ax - 3], XB[2, ax - 3]
         else:
             p = (ax - 6) // 3
             q = (ax - 6) % 3
             a0, a1, a2 = XA[0, p], XA[1, p], XA[2, p]
             b0, b1, b2 = XB[0, q], XB[1, q], XB[2, q]
-            L[0] = a1 * b2 - a2 * b1
-            L[1] = a2 * b0 - a0 * b2
-            L[2] = a0 * b1 - a1 * b0
-        n = math.sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2])
+            L0 = a1 * b2 - a2 * b1
+            L1 = a2 * b0 - a0 * b2
+            L2 = a0 * b1 - a1 * b0
+        n = math.sqrt(L0 * L0 + L1 * L1 + L2 * L2)
         if n < 1e-9:        # parallel edges: their cross product is no axis
             continue
         rA = 0.0
         rB = 0.0
         for k in range(3):
-            rA += eA[k] * abs(L[0] * XA[0, k] + L[1] * XA[1, k] + L[2] * XA[2, k])
-            rB += eB[k] * abs(L[0] * XB[0, k] + L[1] * XB[1, k] + L[2] * XB[2, k])
-        gap = (abs(L[0] * d[0] + L[1] * d[1] + L[2] * d[2]) - rA - rB) / n
+            rA += eA[k] * abs(L0 * XA[0, k] + L1 * XA[1, k] + L2 * XA[2, k])
+            rB += eB[k] * abs(L0 * XB[0, k] + L1 * XB[1, k] + L2 * XB[2, k])
+        gap = (abs(L0 * d0 + L1 * d1 + L2 * d2) - rA - rB) / n
         if gap > best:
             best = gap
     return best
 
 
+@njit(cache=True, inline="always")
+def _centre(X, lo, hi, i):
+    """World coordinate i of the centre of the box [lo, hi] in frame X."""
+    s = X[i, 3]
+    for k in range(3):
+        s += X[i, k] * 0.5 * (lo[k] + hi[k])
+    return s
+
+
 @njit(cache=True)
-def _shape_pose(X, X_LS, i):
-    """World pose (4, 4) of body i's shape frame: X_WL X_LS."""
-    out = np.empty((4, 4))
+def _shape_pose(X, X_LS, i, out):
+    """World pose of body i's shape frame, X_WL X_LS, into ``out`` (4, 4)."""
     for r in range(4):
         for c in range(4):
             acc = 0.0
@@ -122,6 +117,9 @@ def screen_pairs(X0, X_LS, pairs, lo, hi, vel, radius, h, thr, T, lb):
     pair and returns the indices of the pairs that fail the bound T < max(lb, 0) + thr.
     """
     out = np.empty(pairs.shape[0], np.int64)
+    XAB = np.empty((2, 4, 4))     # (a pair's two shape poses: one buffer for every pair)
+    XA = XAB[0]
+    XB = XAB[1]
     k = 0
     for p in range(pairs.shape[0]):
         a = pairs[p, 0]
@@ -139,8 +137,8 @@ def screen_pairs(X0, X_LS, pairs, lo, hi, vel, radius, h, thr, T, lb):
         T[p] = t
         if t < thr:
             continue
-        XA = _shape_pose(X0, X_LS, a)
-        XB = _shape_pose(X0, X_LS, b)
+        _shape_pose(X0, X_LS, a, XA)
+        _shape_pose(X0, X_LS, b, XB)
         g = max(0.0, _aabb_gap(XA, lo[a], hi[a], XB, lo[b], hi[b]))
         if t < g + thr:
             lb[p] = g
