@@ -80,15 +80,8 @@ def main() -> None:
     scenes = []
     r = dynamic_auto_grasp(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), "barrett", timeout=2.0)
     scenes.append(("mug_hold", r.sim, r.controller))
-    w = graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")
-    sim = Simulator(w)
-    ctl = PDController(sim)
-    ctl.set_gains("barrett", "f1", effort=2.5)
-    ctl.set_gains("barrett", "f2", effort=2.5)
-    lim = w.description.robots[w.description.robot_index["barrett"]].robot.dof_limits
-    ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]])
-    sim.run(1.2, ctl)
-    scenes.append(("puma_grasp", sim, ctl))
+    from bench_dynamics import puma_grasp_scene
+    scenes.append(("puma_grasp", *puma_grasp_scene()))
     sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), sleep=False)
     ctl = PDController(sim)
     sim.run(0.2, ctl)

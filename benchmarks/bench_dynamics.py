@@ -65,6 +65,21 @@ def measure(sim, ctl, n: int) -> dict:
             "contacts": 0 if sim.contacts is None else len(sim.contacts)}
 
 
+def puma_grasp_scene() -> tuple:
+    """(simulator, controller) of the ``puma_grasp`` scene: the Puma's Barrett 1.2 s into closing
+    on the handset, its fingers on it and lifting it (``bench_island.py`` and
+    ``bench_allocations.py`` use it too)."""
+    w = graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")
+    sim = Simulator(w)
+    ctl = PDController(sim)
+    ctl.set_gains("barrett", "f1", effort=2.5)
+    ctl.set_gains("barrett", "f2", effort=2.5)
+    lim = w.description.robots[w.description.robot_index["barrett"]].robot.dof_limits
+    ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]])
+    sim.run(1.2, ctl)
+    return sim, ctl
+
+
 def drop_world(n: int, folder: Path) -> Path:
     g = int(np.ceil(np.sqrt(n / 5)))
     lines = ["world: drop", "objects:"]
@@ -142,16 +157,7 @@ def main() -> None:
         r = dynamic_auto_grasp(w, "barrett", timeout=2.0)
         rows.append(("mug_hold", measure(r.sim, r.controller, n)))
     if "puma_grasp" in scenes:   # during the closing phase
-        w = graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")
-        sim = Simulator(w)
-        ctl = PDController(sim)
-        ctl.set_gains("barrett", "f1", effort=2.5)
-        ctl.set_gains("barrett", "f2", effort=2.5)
-        ri = w.description.robot_index["barrett"]
-        lim = w.description.robots[ri].robot.dof_limits
-        ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]])
-        sim.run(1.2, ctl)           # fingers on the handset, lifting it
-        rows.append(("puma_grasp", measure(sim, ctl, n)))
+        rows.append(("puma_grasp", measure(*puma_grasp_scene(), n)))
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         if "drop20" in scenes:

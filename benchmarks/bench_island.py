@@ -65,15 +65,8 @@ def capture(out: Path) -> None:
     w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
     r = dynamic_auto_grasp(w, "barrett", timeout=2.0)
     record("mug_hold", r.sim, r.controller)
-    w = graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")
-    sim = Simulator(w)
-    ctl = PDController(sim)
-    ctl.set_gains("barrett", "f1", effort=2.5)
-    ctl.set_gains("barrett", "f2", effort=2.5)
-    lim = w.description.robots[w.description.robot_index["barrett"]].robot.dof_limits
-    ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]])
-    sim.run(1.2, ctl)
-    record("puma_grasp", sim, ctl)
+    from bench_dynamics import puma_grasp_scene
+    record("puma_grasp", *puma_grasp_scene())
     sim = Simulator(graspsim.load_world(ROOT / "worlds/panda_hand_mug.yaml"))
     ctl = PDController(sim)
     sim.run(0.2, ctl)
