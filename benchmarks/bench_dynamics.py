@@ -10,6 +10,7 @@ Scenes:
               (asleep by then: graspsim.dynamics.sleep), ``rest-awake:<world>`` with Simulator(sleep=False)
               after 0.2 s of settling (every step computed: the cost of the step itself)
   mug_hold    Barrett hand (fixed palm) holding the mug after a dynamic auto-grasp, table present
+              (``mug_hold-rollout``: the same steps through ``Simulator.rollout``'s compiled loop)
   puma_grasp  Barrett on the Puma during the dynamic auto-grasp of the handset
   drop20      20 cubes (6 cm, 0.2 kg) dropped on a table (poses as in the peers' drop scene)
   clutterN    the Barrett spreading its fingers in the air above the mug, N cubes resting around it
@@ -63,6 +64,27 @@ def measure(sim, ctl, n: int) -> dict:
             "stages_ms": {k: v * 1e3 for k, v in acc.items()},
             "lcp_size": float(np.median(sizes)) if sizes else 0.0, "asleep": asleep / n,
             "contacts": 0 if sim.contacts is None else len(sim.contacts)}
+
+
+def measure_rollout(sim, ctl, n: int) -> dict:
+    """As :func:`measure`, for ``sim.rollout(n, ctl)`` (its compiled loop, graspsim.dynamics.rollout):
+    wall/CPU per step of the rollout; the median is that of 20 rollouts of n / 20 steps (no stage
+    times: the loop is one compiled call)."""
+    ctl = ctl.compiled() if hasattr(ctl, "compiled") else ctl
+    sim.rollout(20, ctl)                  # (loads the loop)
+    t0, c0 = time.perf_counter(), time.process_time()
+    sim.rollout(n, ctl)
+    wall, cpu = (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
+    chunk = max(1, n // 20)
+    per = []
+    for _ in range(20):
+        c1 = time.process_time()
+        sim.rollout(chunk, ctl)
+        per.append((time.process_time() - c1) / chunk)
+    return {"wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3, "rtf_cpu": sim.dt / cpu,
+            "median_ms": float(np.median(per)) * 1e3, "stages_ms": dict.fromkeys(STAGES, float("nan")),
+            "lcp_size": float(np.median(sim.info.lcp_sizes)) if sim.info.lcp_sizes else 0.0,
+            "asleep": float(sim.asleep), "contacts": 0 if sim.contacts is None else len(sim.contacts)}
 
 
 def puma_grasp_scene() -> tuple:
@@ -156,6 +178,7 @@ def main() -> None:
         w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
         r = dynamic_auto_grasp(w, "barrett", timeout=2.0)
         rows.append(("mug_hold", measure(r.sim, r.controller, n)))
+        rows.append(("mug_hold-rollout", measure_rollout(r.sim, r.controller, n)))
     if "puma_grasp" in scenes:   # during the closing phase
         rows.append(("puma_grasp", measure(*puma_grasp_scene(), n)))
     with tempfile.TemporaryDirectory() as d:

@@ -46,6 +46,7 @@ GROUPS = {
     "collision/_simplify_kernel.py": "simplify",
     "dynamics/_rows_kernel.py": "rows",
     "dynamics/_island_kernel.py": "island",
+    "dynamics/_step_kernel.py": "step",
     "lcp/_kernel.py": "island",
     "lcp/_bpp.py": "island",
     "grasp/_hull.py": "hull",
@@ -69,7 +70,10 @@ HELPER_GROUPS = ("simplify", "island", "hull", "intersect")
 #: groups whose kernels call helpers of other groups: compiling them also holds those groups' locks
 #: (taken first, always in this order: no two processes wait on each other), so that no helper of
 #: another group is compiled by two processes at once
-DEPENDS = {"intersect": ("collision",)}
+DEPENDS = {"intersect": ("collision",),
+           # the rollout loop reaches these groups' kernels by address: its compile types them (and
+           # compiles any of them not in the cache yet)
+           "step": ("collision", "simplify", "rows", "island")}
 ENV = "GRASPSIM_WARMUP"                 # "0": no helper; or the groups it compiles, comma-separated
 MANIFEST_ENV = "GRASPSIM_KERNEL_MANIFEST"
 LOCK_WAIT = 600.0                       # s, longest wait for another process's compile of a group

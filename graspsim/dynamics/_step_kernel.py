@@ -1,0 +1,293 @@
+"""The time step's kernels chained in compiled code (issue 18, "one compiled call per step").
+
+:func:`collide` chains the kernels that ``Simulator._move`` calls one by one from Python when a step
+is not cut: the trial move (``_rows_kernel.trial_move``, eq. 10-12 and the joints), the impact
+screen (``_impact_kernel.screen_pairs``), the shape frames (``kernels.shape_frames``), the contact
+search (``kernels.contacts_kernel``) and the region limit (``_simplify_kernel.
+limit_regions_in_place``).  :func:`rollout_steps` loops over whole steps with it and the kernels of
+steps 5-10 (the loop of ``Simulator.rollout``, :mod:`graspsim.dynamics.rollout`).  Every kernel is
+called through its machine-code address (:func:`graspsim._native.call_native`; the addresses and
+the kernels' registered names come from :mod:`graspsim.dynamics.rollout`): each computes what it
+computes when Python calls it, bit for bit, and none is compiled a second time into these.
+
+What the Python path does between the kernels is done here the same way (the body velocities for
+the screen, the copies of the contact blocks, the deepest separation, the contact arrays, the rest
+counts, the commit).  Where the Python path would do more -- a joint limit crossed, a pair the
+screen cannot clear (the impact search), a pose the collision queries refuse, buffers to grow, an
+overlap deeper than the tolerance, a clutch, something falling asleep -- these stop and the caller
+runs the Python path for that step from its start: those steps are the rare ones, and the Python
+path is the reference.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import njit
+from .._native import call_native
+
+#: return codes of :func:`collide` (anything but OK: run the Python path)
+OK = 0
+CROSSED = 1      # a joint-limit candidate crossed its limit during the move
+SCREEN = 2       # the impact screen left a pair that may have met during the move
+BAD_POSE = 3     # a pose the collision queries refuse (they name the body)
+OVERFLOW = 4     # the contact buffers are too small (the Python path grows them)
+DEEP = 5         # an overlap deeper than the tolerance at the trial pose
+
+
+@njit(cache=True)
+def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
+            c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, joint_q,
+            cand, lo, hi, tol,
+            vel, bX, pairs, blo, bhi, radius, thr,
+            rigid_tol, shape_body, X_LS, plain_frames,
+            bstart, bcount, P, svalid, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl,
+            max_points, region_cos, pen_tol):
+    """Steps 1-4 of a step that is not cut (see the module docstring).  ``e_*``: the kernels'
+    addresses; then the arguments of ``trial_move``, of ``screen_pairs`` (``vel`` the (N, 6)
+    buffer that gets the dynamic bodies' velocities ``v`` at rows ``table_index``), of
+    ``shape_frames`` (``plain_frames``: shape frames are body frames, the poses serve as they
+    are), of ``contacts_kernel`` and of ``limit_regions_in_place`` (``max_points`` 0: no limit),
+    and the deepest separation allowed (m, > 0).
+
+    Returns (code, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab (4, k), v (6, k, 3), s (k,)): the
+    trial move's outputs and the contacts at the trial pose as ``CollisionModel.contacts`` copies
+    them from its blocks (body_a, body_b, shape_a, shape_b / point, normal, point_a, point_b, t1, t2
+    / separation); the contacts only with code OK."""
+    c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed, X0 = call_native(
+        e_move, "trial_move", (c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis,
+                               perp, kind, joint_q, cand, lo, hi, tol, True))
+    ab = np.empty((4, 0), np.int64)
+    vv = np.empty((6, 0, 3))
+    s = np.empty(0)
+    if crossed:
+        return CROSSED, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
+    for i in range(table_index.shape[0]):
+        for j in range(6):
+            vel[table_index[i], j] = v[i, j]
+    n = pairs.shape[0]
+    T = np.empty(n)
+    lb = np.empty(n)
+    fail = call_native(e_screen, "screen_pairs", (X0, bX, pairs, blo, bhi, vel, radius, h, thr, T, lb))
+    if fail.shape[0]:
+        return SCREEN, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
+    bad, Xs = call_native(e_frames, "shape_frames", (X, rigid_tol, shape_body, X_LS))
+    if bad >= 0:
+        return BAD_POSE, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
+    if plain_frames:
+        Xs = X
+    k, worst = call_native(e_contacts, "contacts_kernel", (Xs, pairs, bstart, bcount, P, svalid, thr, cos_tol,
+                                                            region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl))
+    if worst > C.shape[0] or k > O_s.shape[0]:
+        return OVERFLOW, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
+    if 0 < max_points and max_points < k:
+        k = call_native(e_limit, "limit_regions_in_place", (O_ab, O_v, O_s, k, max_points, region_cos))
+    ab = O_ab[:, :k].copy()
+    vv = O_v[:, :k].copy()
+    s = O_s[:k].copy()
+    if k:
+        m = s[0]                  # (Python's min over a list: a NaN first stays, later ones are passed over)
+        for i in range(1, k):
+            if s[i] < m:
+                m = s[i]
+        if m < -pen_tol:
+            return DEEP, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
+    return OK, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab, vv, s
+
+
+#: return codes of :func:`rollout_steps`
+DONE = 0         # every step taken
+PYTHON = 1       # the next step needs the Python path (the state is the one before it)
+
+
+@njit(cache=True)
+def _all_finite2(a):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if not np.isfinite(a[i, j]):
+                return False
+    return True
+
+
+@njit(cache=True)
+def _all_finite1(a):
+    for i in range(a.shape[0]):
+        if not np.isfinite(a[i]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, ASM, ISL, SOLV, FIN, RST, BRK,
+                  ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest,
+                  bodies_rest, rec_t, rec_c, rec_q, rec_v, rec_jq):
+    """Up to ``n`` steps of ``Simulator.step``'s common path in one call, each computed and committed
+    as the Python path does (see ``graspsim.dynamics.rollout``).  Before a step that needs anything
+    else -- the Python path's checks and errors, an impact cut, a breakaway, an object or the world
+    falling asleep, the warm-start table to clear -- it stops with the state (and the warm-start
+    table: copied before each solve, restored) as they were before that step: code PYTHON.
+    Returns (code, steps taken, t, c, q, v, jq, steps, table arrays, cwarm arrays and whether they
+    hold contacts, rest counters, bodies_rest, and the last taken step's contacts, impulses, LCP
+    sizes, pivots and island count)."""
+    (e_move, e_screen, e_frames, e_contacts, e_limit, e_pd, e_asm, e_isl, e_mass, e_solve, e_finish) = E
+    (X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, cand, lo, hi, tol) = TM
+    (vel, bX, pairs, blo, bhi, radius, thr) = SC
+    (rigid_tol, shape_body, X_LS, plain) = FR
+    (bstart, bcount, P, svalid, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos,
+     pen_tol) = CKA
+    (kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off, ps_t, ps_q) = PDA
+    (com_L_all, slot, mass, gravity, rj, rt, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef,
+     c_kappa, c_dof, c_lock, c_hard, kp_d, kd_d, visc_idx, visc, effort_max, MS, MK, shape_mat, body_mat, no_V,
+     hc, gamma, threshold, u, static_speed, lock_gain, inertia_L) = ASM
+    (comp, ncomp) = ISL
+    (compliance, project, radius_match, entries_max) = SOLV
+    (group, is_object, h_rest, lin_limit, ang_length, after) = FIN
+    (sleep, sleep_speed, root3, impulse_rtol) = RST
+    (hd, hprox, hdist, hrho, hoff0, hoff1, fd, fprox, ftorque, fhard) = BRK
+    code = DONE
+    done = 0
+    # the last taken step's report
+    k_last = 0
+    ab_last = np.empty((4, 0), np.int64)
+    vv_last = np.empty((6, 0, 3))
+    s_last = np.empty(0)
+    imp_last = np.empty((0, 3))
+    sizes_last = np.empty(0, np.int64)
+    piv_last = 0
+    nisl_last = 0
+    nb = c.shape[0]
+    for it in range(n):
+        # the Python path's own checks (its errors name what is wrong)
+        if not (t + h > t and _all_finite2(c) and _all_finite2(q) and _all_finite2(v) and _all_finite1(jq)
+                and _all_finite1(lock)):
+            code = PYTHON
+            break
+        A, ok = call_native(e_pd, "pd_command", (t, h, kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off,
+                                                  ps_t, ps_q))
+        if not ok:
+            code = PYTHON
+            break
+        r = collide(e_move, e_screen, e_frames, e_contacts, e_limit, c, q, v, h, X_static, table_index, com_L,
+                    parent, child, X_PJ, X_CJ, axis, perp, kind, jq, cand, lo, hi, tol, vel, bX, pairs, blo, bhi,
+                    radius, thr, rigid_tol, shape_body, X_LS, plain, bstart, bcount, P, svalid, cos_tol,
+                    region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos, pen_tol)
+        if r[0] != OK:
+            code = PYTHON
+            break
+        _, c1, q1, X, o, o_c, R, R_c, ax, pp_, jq1, k, ab, vv, sep = r
+        # the contact arrays and materials (Simulator._contact_arrays, _material_lookup)
+        if k:
+            ca, cb = ab[0], ab[1]
+            cpoint, cnormal, ct1, ct2 = vv[0], vv[1], vv[4], vv[5]
+            mat, ma, mb = shape_mat, ab[2], ab[3]
+        else:
+            ca = np.zeros(0, np.int64)
+            cb = np.zeros(0, np.int64)
+            cpoint = np.zeros((0, 3))
+            cnormal = np.zeros((0, 3))
+            ct1 = np.zeros((0, 3))
+            ct2 = np.zeros((0, 3))
+            mat, ma, mb = body_mat, ca, cb
+        csep = sep if k else np.zeros(0)
+        # (the argument tuple in parts: a literal of over ~30 items compiles to a list numba cannot type)
+        a1 = (X, com_L_all, slot, mass, gravity, ext, v, jq1, kind, parent, child, axis, o, o_c, R, R_c)
+        a2 = (ax, pp_, rj, rt, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef, c_kappa, c_dof)
+        a3 = (c_lock, c_hard, lock, kp_d, kd_d, visc_idx, visc, cand, lo, hi, tol, True, A, effort_max)
+        a4 = (ca, cb, cpoint, cnormal, ct1, ct2, csep, MS, MK, mat, ma, mb, False, no_V)
+        a5 = (h, hc, gamma, threshold, u, static_speed, lock_gain)
+        rows_b, jac, rhs, rcomp, sizes, hard_err, mu, kw, ne = call_native(e_asm, "assemble",
+                                                                           a1 + a2 + a3 + a4 + a5)
+        bad_mu = False
+        for i in range(mu.shape[0]):
+            if mu[i] != mu[i]:
+                bad_mu = True
+        if bad_mu:
+            code = PYTHON
+            break
+        sa = np.empty(k, np.int64)
+        sb = np.empty(k, np.int64)
+        for i in range(k):
+            sa[i] = slot[ca[i]]
+            sb[i] = slot[cb[i]]
+        labels, n_isl = call_native(e_isl, "islands", (comp, ncomp, sa, sb))
+        _m, Minv, aM = call_native(e_mass, "mass_terms", (mass, inertia_L, q1, v, kw, h))
+        # the warm-start table as it was: a step left to the Python path starts from it
+        keys0, used0, ta0, tb0, store0, meta0 = keys.copy(), used.copy(), ta.copy(), tb.copy(), store.copy(), \
+            meta.copy()
+        b1 = (labels, n_isl, Minv, aM, rows_b, jac, rhs, rcomp, sizes, hard_err, mu, ca, cb, cpoint, cnormal)
+        b2 = (ct1, ct2, u, compliance, project, steps % 50 == 0, keys, used, ta, tb, store, meta, pa, pb, pp)
+        b3 = (pf, True, radius_match)
+        (status, bad, m, piv, v_new, impulses, hard_impulse, dx, cflags, sizes_isl, pivots, keys, used, ta, tb,
+         store) = call_native(e_solve, "solve_islands", b1 + b2 + b3)
+        c2, q2, finite, lin, ang, rest1, rested = call_native(
+            e_finish, "finish", (c1, q1, dx, v_new, bodies_rest, group, is_object, h_rest, lin_limit, ang_length,
+                                 after))
+        leave = status != 0 or meta[0] > entries_max or not finite or (sleep and rested)
+        # breakaway (Simulator._update_breakaway): a clutch that would give way or re-couple
+        for i in range(hd.shape[0]):
+            if A[1, hd[i]] < 0 and jq1[hdist[i]] <= hrho[i] * jq1[hprox[i]] + hoff1[i] - hrho[i] * hoff0[i]:
+                leave = True
+        for i in range(fd.shape[0]):
+            if abs(hard_impulse[ne + fhard[i]]) / h > ftorque[i]:
+                leave = True
+        # the world's rest count (Simulator._rest; sleep.resting, sleep.steady)
+        ok_rest = False
+        if sleep and not leave:
+            ok_rest = root3 * max(lin, ang_length * ang) < sleep_speed
+            if ok_rest:
+                ok_rest = has_rest and rest_A.shape == A.shape and rest_imp.shape == impulses.shape
+            if ok_rest:
+                for i in range(A.shape[0]):
+                    for j in range(A.shape[1]):
+                        if A[i, j] != rest_A[i, j]:
+                            ok_rest = False
+            if ok_rest and impulses.size:
+                big = 0.0
+                dif = 0.0
+                for i in range(impulses.shape[0]):
+                    for j in range(3):
+                        big = max(big, abs(impulses[i, j]))
+                        dif = max(dif, abs(impulses[i, j] - rest_imp[i, j]))
+                ok_rest = dif <= impulse_rtol * big + 1e-15
+            if ok_rest and rest_t + h >= after:
+                leave = True             # the world falls asleep: the Python path
+        if leave:
+            keys, used, ta, tb, store = keys0, used0, ta0, tb0, store0
+            for i in range(meta.shape[0]):
+                meta[i] = meta0[i]
+            code = PYTHON
+            break
+        # commit (Simulator._commit, _rest_objects, _rest)
+        t = t + h
+        c, q, v, jq = c2, q2, v_new, jq1
+        steps += 1
+        for i in range(ext.shape[0]):
+            for j in range(6):
+                ext[i, j] = 0.0
+        if k:
+            pa, pb, pp, pf = ca, cb, cpoint, cflags
+        else:
+            pa = np.zeros(0, np.int64)
+            pb = np.zeros(0, np.int64)
+            pp = np.zeros((0, 3))
+            pf = np.zeros((0, pf.shape[1]), np.bool_)
+        if sleep:
+            bodies_rest = rest1
+            rest_t = rest_t + h if ok_rest else 0.0
+            rest_A = A
+            rest_imp = impulses
+            has_rest = True
+        k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last = \
+            k, ab, vv, sep, impulses, sizes_isl, pivots, n_isl
+        rec_t[done] = t
+        for i in range(nb):
+            for j in range(3):
+                rec_c[done, i, j] = c[i, j]
+            for j in range(4):
+                rec_q[done, i, j] = q[i, j]
+            for j in range(6):
+                rec_v[done, i, j] = v[i, j]
+        for i in range(jq.shape[0]):
+            rec_jq[done, i] = jq[i]
+        done += 1
+    return (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
+            has_rest, bodies_rest, k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last)

@@ -1,0 +1,218 @@
+"""Many steps in one compiled call: the loop of :meth:`graspsim.Simulator.rollout` (issue 18).
+
+``_step_kernel.rollout_steps`` runs the common path of ``Simulator.step`` -- a step not cut at an
+impact, with a compiled PD controller, no moving base, nothing asleep -- for as many steps as it
+can, each computed by the same kernels in the same order as the Python path (reached through their
+machine-code addresses, :mod:`graspsim._native`) and committed the same way, with no Python, no
+argument passing and no boxing between the steps.  Before any other step it stops, with the state
+and the warm-start table as they were, and this module runs that step through ``Simulator.step``
+(which decides, cuts, raises or puts things to sleep as always), then goes on.  So a rollout's
+states are those of the same number of ``step`` calls, bit for bit (``tests/test_rollout.py``).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import typeof
+
+from .._native import native_entry_types, register, return_type
+from ..collision import _impact_kernel as IMP
+from ..collision import _simplify_kernel as SIMP
+from ..collision import kernels as CK
+from ..collision.impact import body_boxes
+from ..collision.model import _contact_set
+from ..spatial import RIGID_TOL
+from . import _island_kernel as IK
+from . import _rows_kernel as RK
+from . import _step_kernel as SK
+from .sleep import ANGULAR_LENGTH, IMPULSE_RTOL, ROOT3
+
+_KERNELS = {"trial_move": RK.trial_move, "screen_pairs": IMP.screen_pairs, "shape_frames": CK.shape_frames,
+            "contacts_kernel": CK.contacts_kernel, "limit_regions_in_place": SIMP.limit_regions_in_place,
+            "pd_command": RK.pd_command, "assemble": RK.assemble, "islands": RK.islands,
+            "mass_terms": RK.mass_terms, "solve_islands": IK.solve_islands, "finish": RK.finish}
+for _n, _k in _KERNELS.items():
+    register(_n, _k)
+
+_NAMES = ("trial_move", "screen_pairs", "shape_frames", "contacts_kernel", "limit_regions_in_place", "pd_command",
+          "assemble", "islands", "mass_terms", "solve_islands", "finish")
+#: the kernels' addresses in this process by their argument types (the loop's, per simulator layout)
+_ADDRESSES: dict = {}
+
+_F = typeof(0.0)
+_I = typeof(0)
+_B = typeof(True)
+
+
+def eligible(sim, controller) -> bool:
+    """Can the compiled loop take the next steps of ``sim`` (else ``step()`` runs them)?"""
+    from ..control.pd import CompiledPD
+
+    d = sim._data
+    return (isinstance(controller, CompiledPD) and not sim.profile and d.asleep is None
+            and not sim._bodies_asleep and not sim._kinematic and not sim.restitution and sim._lemke is None
+            and sim._collisions_on and len(sim.table.collision_pairs) > 0)
+
+
+class CompiledLoop:
+    """The compiled loop's constant arguments and kernel addresses for one simulator and controller."""
+
+    def __init__(self, sim, controller):
+        from .simulator import LOCK_GAIN, MATCH_RADIUS
+
+        self.sim, self.ctl = sim, controller
+        model = sim._collision_model()
+        self.model = model
+        s, js, ds = sim.state, sim.js, sim.ds
+        st = sim._structure(s.broken)
+        self.broken = s.broken.copy()
+        bX, blo, bhi = body_boxes(model)
+        plain = model._one_to_one and not model._offset
+        body, X_LS = (CK.NO_SHAPES, CK.NO_FRAMES) if plain else (model._shape_body, model._X_LS)
+        h = float(sim.dt)
+        self.h = h
+        self.TM = (sim._data.X_static, sim.bodies.table_index, sim.bodies.com_L, js.parent, js.child, js.X_PJ,
+                   js.X_CJ, js.axis, js.perp, js.kind, st.limit_cand, st.lim_lo, st.lim_hi, st.lim_tol)
+        self.SC = (sim._vel_buf, bX, model.pairs, blo, bhi, sim._body_radius[0], float(model.threshold))
+        self.FR = (float(RIGID_TOL), body, X_LS, plain)
+        d = model.data
+        self.CKA = (model._bstart, model._bcount, model._P, model._svalid, float(model.cos_tol),
+                    float(model.region_tol), d.C, d.C2, d.C3, d.RS, d.O_ab, d.O_v, d.O_s, model._cyl,
+                    int(sim.max_region_points), float(SIMP.REGION_COS_TOL), float(model.pen_tol))
+        self.PDA = (controller.kp, controller.kd, controller.effort, *controller._refs)
+        MS, MK, _, shape_mat, body_mat = sim._mu_tables()
+        self.ASM = (sim._com_L_all, sim.bodies.slot, sim.bodies.mass, sim.gravity, *sim._row_template,
+                    sim._joint_offsets, js.coulomb, st.P, st.drive_idx, st.drive_w, st.c_idx, st.c_coef,
+                    st.c_kappa, st.c_dof, st.c_lock, st.c_hard, ds.kp, ds.kd, sim._viscous_idx, js.viscous, ds.effort,
+                    MS, MK, shape_mat, body_mat, sim._no_V, float(max(h, sim._h_correction)), float(sim.gamma),
+                    float(sim.threshold), int(sim.u), float(sim.static_speed), float(LOCK_GAIN),
+                    sim.bodies.inertia_L)
+        self.ISL = (sim._comp, int(sim._ncomp))
+        self.SOLV = (float(sim.contact_compliance), bool(sim.project_joints), float(MATCH_RADIUS),
+                     int(sim.warm_start_entries))
+        self.FIN = (sim._data.bodies_group, sim._is_object, h if sim.sleep else 0.0, float(sim.sleep_speed / ROOT3),
+                    float(ANGULAR_LENGTH), float(sim.sleep_after))
+        self.RST = (bool(sim.sleep), float(sim.sleep_speed), float(ROOT3), float(IMPULSE_RTOL))
+        held = st.brk_held
+        free = st.brk_free
+        ints = lambda xs: np.array(xs, np.int64)        # noqa: E731
+        flts = lambda xs: np.array(xs, float)           # noqa: E731
+        self.BRK = (ints([x[0] for x in held]), ints([x[1] for x in held]), ints([x[2] for x in held]),
+                    flts([x[3] for x in held]), flts([x[4] for x in held]), flts([x[5] for x in held]),
+                    ints([x[0] for x in free]), ints([x[1] for x in free]), flts([x[2] for x in free]),
+                    np.ascontiguousarray(st.brk_free_hard, np.int64))
+        self.key = self._key()
+        self.E = self._resolve()
+
+    def _key(self) -> tuple:
+        """What the constants were built from and ``step()`` reads each time (its parameters, the
+        controller's arrays)."""
+        sim, ctl = self.sim, self.ctl
+        return (sim._sleep_key(), sim.sleep_after, sim.warm_start_entries, id(ctl.kp), id(ctl.kd), id(ctl.effort),
+                id(ctl._refs), id(sim.gravity))
+
+    def __getstate__(self) -> dict:
+        st = self.__dict__.copy()
+        st["E"] = None              # machine-code addresses are this process's: built again after a copy
+        return st
+
+    def still_valid(self) -> bool:
+        """Are the constants still the simulator's (the same broken pattern, step length, buffers)?"""
+        sim = self.sim
+        d = self.model.data
+        return (self.E is not None and self._key() == self.key and np.array_equal(sim.state.broken, self.broken)
+                and self.CKA[6] is d.C and self.CKA[10] is d.O_ab and self.TM[0] is sim._data.X_static
+                and self.FIN[0] is sim._data.bodies_group)
+
+    def _resolve(self) -> tuple:
+        """The kernels' addresses for the argument types the loop passes (compiled or loaded first)."""
+        sim = self.sim
+        s = sim.state
+        ty = lambda xs: tuple(typeof(x) for x in xs)      # noqa: E731
+        TM, SC, FR, CKA, ASM = ty(self.TM), ty(self.SC), ty(self.FR), ty(self.CKA), ty(self.ASM)
+        c, q, v, jq, lock = ty((s.c, s.q, s.v, s.joint_q, s.lock))
+        sig = {}
+        sig["trial_move"] = (c, q, v, _F, *TM[:9], TM[9], jq, *TM[10:14], _B)
+        rt = return_type("trial_move", sig["trial_move"]).types
+        c1, q1, X, o, o_c, R, R_c, ax, pp, jq1, _, X0 = rt
+        T = typeof(np.empty(0))
+        sig["screen_pairs"] = (X0, SC[1], SC[2], SC[3], SC[4], SC[0], SC[5], _F, SC[6], T, T)
+        sig["shape_frames"] = (X, FR[0], FR[1], FR[2])
+        sig["contacts_kernel"] = (X, SC[2], CKA[0], CKA[1], CKA[2], CKA[3], SC[6], CKA[4], CKA[5], *CKA[6:14])
+        sig["limit_regions_in_place"] = (CKA[10], CKA[11], CKA[12], _I, _I, _F)
+        sig["pd_command"] = (_F, _F, *ty(self.PDA))
+        A = return_type("pd_command", sig["pd_command"]).types[0]
+        i1, f2, f1 = typeof(np.zeros(0, np.int64)), typeof(np.zeros((0, 3))), typeof(np.zeros(0))
+        (com_L_all, slot, mass, gravity, rj, rt_, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef,
+         c_kappa, c_dof, c_lock, c_hard, kp_d, kd_d, visc_idx, visc, effort_max, MS, MK, shape_mat, body_mat, no_V,
+         hc, gamma, threshold, u, static_speed, lock_gain, inertia_L) = ASM
+        ext = typeof(sim._data.ext)
+        sig["assemble"] = (X, com_L_all, slot, mass, gravity, ext, v, jq1, TM[9], TM[3], TM[4], TM[7], o, o_c, R,
+                           R_c, ax, pp, rj, rt_, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef,
+                           c_kappa, c_dof, c_lock, c_hard, lock, kp_d, kd_d, visc_idx, visc, TM[10], TM[11],
+                           TM[12], TM[13], _B, A, effort_max, i1, i1, f2, f2, f2, f2, f1, MS, MK, shape_mat, i1,
+                           i1, _B, no_V, _F, hc, gamma, threshold, u, static_speed, lock_gain)
+        ra = return_type("assemble", sig["assemble"]).types
+        sig["islands"] = (typeof(sim._comp), _I, i1, i1)
+        labels = return_type("islands", sig["islands"]).types[0]
+        sig["mass_terms"] = (mass, inertia_L, q1, v, ra[7], _F)
+        rm = return_type("mass_terms", sig["mass_terms"]).types
+        d = sim._data
+        table = ty(d.table())
+        prev = ty(sim._no_prev)
+        sig["solve_islands"] = (labels, _I, rm[1], rm[2], ra[0], ra[1], ra[2], ra[3], ra[4], ra[5], ra[6], i1, i1,
+                                f2, f2, f2, f2, _I, _F, _B, _B, *table, *prev, _B, _F)
+        rs = return_type("solve_islands", sig["solve_islands"]).types
+        FIN = ty(self.FIN)
+        sig["finish"] = (c1, q1, rs[7], rs[4], typeof(np.zeros(0)), FIN[0], FIN[1], _F, _F, _F, _F)
+        key = tuple(sig[n] for n in _NAMES)
+        got = _ADDRESSES.get(key)
+        if got is None:
+            got = _ADDRESSES[key] = tuple(native_entry_types(_KERNELS[n], sig[n])[0] for n in _NAMES)
+        return got
+
+    def run(self, n: int, rec: tuple, at: int) -> int:
+        """Up to ``n`` steps into the record arrays ``rec`` from row ``at``; the steps taken (the
+        simulator's state, data block and step info updated as ``step`` would)."""
+        from .simulator import SimState, StepInfo
+
+        sim = self.sim
+        s, d = sim.state, sim._data
+        rest = d.rest
+        has_rest = rest[1] is not None and rest[2] is not None
+        nd = len(sim.ds)
+        rest_A = rest[1] if has_rest else np.zeros((6, nd))
+        rest_imp = rest[2] if has_rest else np.zeros((0, 3))
+        pa, pb, pp, pf = d.cwarm if d.cwarm is not None else sim._no_prev
+        bodies_rest = d.bodies_rest
+        ext0 = d.ext.copy()
+        table0 = tuple(a.copy() for a in d.table())
+        rt, rc, rq, rv, rj = (r[at:] for r in rec)
+        try:
+            out = SK.rollout_steps(self.E, n, float(s.time), self.h, s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps),
+                                   self.TM, self.SC, self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV,
+                                   self.FIN, self.RST, self.BRK, d.ext, *d.table(), pa, pb, pp, pf,
+                                   float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq, rv, rj)
+        except ZeroDivisionError:      # a blow-up inside: the steps again through step(), which names it
+            d.ext[:] = ext0
+            d.set_table(*table0[:5])
+            d.meta[:] = table0[5]
+            return 0
+        (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
+         has_rest, bodies_rest, k, ab, vv, sep, imp, sizes, piv, nisl) = out
+        d.set_table(keys, used, ta, tb, store)
+        if not done:
+            return 0
+        sim._state = SimState(t, c, q, v, jq, s.broken.copy(), s.lock.copy(), steps)
+        d.cwarm = (pa, pb, pp, pf) if len(pa) else None
+        d.cuts[0] = 0
+        if sim.sleep:
+            d.bodies_rest = bodies_rest
+            d.rest[0], d.rest[1], d.rest[2] = rest_t, rest_A, rest_imp
+        cs = None
+        if k:
+            cs = _contact_set((ab[0], ab[1], vv[0], vv[1], sep, vv[4], vv[5], vv[2], vv[3], ab[2], ab[3]),
+                              sim.table.names)
+        sim.info = StepInfo(h=self.h, fraction=1.0, contacts=cs, contact_impulse=imp,
+                            lcp_sizes=[m for m in sizes.tolist() if m > 0], pivots=int(piv), islands=int(nisl),
+                            timing={})
+        return done

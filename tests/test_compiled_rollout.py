@@ -1,0 +1,131 @@
+"""The compiled loop of Simulator.rollout (graspsim.dynamics.rollout): its steps are step()'s bit
+for bit -- states, warm-start table, sleep counts and the step report -- whether it takes them all
+or leaves some (impact cuts, breakaways, objects and worlds falling asleep, errors) to step()."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graspsim
+from graspsim.control import PDController, dynamic_auto_grasp
+from graspsim.dynamics import Simulator
+from graspsim.errors import SimulationError
+from graspsim.dynamics import rollout as RO
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = Path(__file__).resolve().parent / "models"
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """[calls of the compiled loop, steps it took]."""
+    n = [0, 0]
+    run = RO.CompiledLoop.run
+
+    def spy(self, *a):
+        k = run(self, *a)
+        n[0] += 1
+        n[1] += k
+        return k
+    monkeypatch.setattr(RO.CompiledLoop, "run", spy)
+    return n
+
+
+def _steps(sim, ctl, n):
+    rec = []
+    for _ in range(n):
+        sim.step(ctl)
+        s = sim.state
+        rec.append((s.time, s.c.copy(), s.q.copy(), s.v.copy(), s.joint_q.copy()))
+    return rec
+
+
+def _same(sim_a, ro, sim_b, rec):
+    """Rollout ``ro`` of ``sim_a`` equals the step() record ``rec`` of ``sim_b`` bit for bit, and so do
+    the two simulators' data blocks and last step reports."""
+    assert np.array_equal(ro.time, [r[0] for r in rec])
+    for i, name in enumerate(("c", "q", "v", "joint_q"), 1):
+        assert np.array_equal(getattr(ro, name), np.array([r[i] for r in rec])), name
+    a, b = sim_a.state, sim_b.state
+    assert a.steps == b.steps and np.array_equal(a.broken, b.broken) and np.array_equal(a.lock, b.lock)
+    da, db = sim_a._data, sim_b._data
+    for x, y in zip(da.table(), db.table()):
+        assert np.array_equal(x, y)
+    assert (da.cwarm is None) == (db.cwarm is None)
+    if da.cwarm is not None:
+        assert all(np.array_equal(x, y) for x, y in zip(da.cwarm, db.cwarm))
+    assert da.rest[0] == db.rest[0] and da.cuts == db.cuts
+    for x, y in zip(da.rest[1:], db.rest[1:]):
+        assert (x is None and y is None) or np.array_equal(x, y)
+    assert np.array_equal(da.bodies_rest, db.bodies_rest) and np.array_equal(da.bodies_group, db.bodies_group)
+    assert (da.asleep is None) == (db.asleep is None)
+    ia, ib = sim_a.info, sim_b.info
+    assert (ia.h, ia.fraction, ia.lcp_sizes, ia.pivots, ia.islands, ia.asleep) == \
+        (ib.h, ib.fraction, ib.lcp_sizes, ib.pivots, ib.islands, ib.asleep)
+    assert np.array_equal(ia.contact_impulse, ib.contact_impulse)
+    assert (ia.contacts is None) == (ib.contacts is None)
+    if ia.contacts is not None:
+        for f in ("body_a", "body_b", "point", "normal", "separation", "tangent1", "tangent2", "shape_a"):
+            assert np.array_equal(getattr(ia.contacts, f), getattr(ib.contacts, f)), f
+
+
+def _held(n_after=0):
+    r = dynamic_auto_grasp(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), "barrett", timeout=2.0)
+    ctl = r.controller.compiled()
+    for _ in range(n_after):
+        r.sim.step(ctl)
+    return r.sim, ctl
+
+
+def test_the_held_mug_takes_the_compiled_loop_and_stays_held(counted):
+    """The Barrett holding the mug (breakaway clutches, six contacts, warm starts): every step in the
+    compiled loop, the states and data those of step() bit for bit, the mug held still."""
+    (sa, ca), (sb, cb) = _held(1), _held(1)
+    z0 = sa.body_pose("mug")[2, 3]
+    ro = sa.rollout(300, ca)
+    _same(sa, ro, sb, _steps(sb, cb, 300))
+    assert counted[1] == 300 and counted[0] == 1
+    # physics: a firm grasp, the mug in the hand within 0.05 mm, six contacts carrying its weight
+    assert abs(sa.body_pose("mug")[2, 3] - z0) < 5e-5
+    assert len(sa.contacts) >= 3 and np.linalg.norm(sa.info.contact_impulse.sum(axis=0)) > 0
+
+
+def test_closing_on_the_mug_leaves_impacts_and_clutches_to_step(counted):
+    """The Barrett closing from its start: fingers land on the mug (steps cut at the impact), the
+    distal clutches give way, the mug settles: the loop hands those steps to step() and takes the
+    rest, and the whole run is step()'s bit for bit."""
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")) for _ in range(2)]
+    ctls = []
+    for s in sims:
+        ctl = PDController(s)
+        ri = s.world.description.robot_index["barrett"]
+        lim = s.world.description.robots[ri].robot.dof_limits
+        ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]], duration=0.4)
+        ctls.append(ctl.compiled())
+    ro = sims[0].rollout(600, ctls[0])
+    rec = _steps(sims[1], ctls[1], 600)
+    _same(sims[0], ro, sims[1], rec)
+    assert 0 < counted[1] < 600 and counted[0] > 1                  # both paths took steps
+    assert sims[0].state.broken.any() or np.abs(ro.v[-1]).max() < np.abs(ro.v).max()
+
+
+def test_a_resting_world_falls_asleep_through_step(counted):
+    """The mug world with nothing commanded: objects settle and fall asleep, then the world; those
+    transitions are step()'s, and the sleeping steps after them too."""
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")) for _ in range(2)]
+    ctls = [PDController(s).compiled() for s in sims]
+    ro = sims[0].rollout(400, ctls[0])
+    _same(sims[0], ro, sims[1], _steps(sims[1], ctls[1], 400))
+    assert sims[0].asleep and counted[1] > 0
+
+
+def test_an_error_in_the_loop_is_step_s_error():
+    """A NaN put into the state in place: the rollout stops with step()'s SimulationError and the
+    state before the step."""
+    sim, ctl = _held(1)
+    sim.rollout(10, ctl)
+    before = sim.state.copy()
+    sim.state.v[0, 0] = np.nan
+    with pytest.raises(SimulationError, match="cannot step"):
+        sim.rollout(10, ctl)
+    assert sim.state.steps == before.steps and np.array_equal(sim.state.c, before.c)
