@@ -106,7 +106,9 @@ def test_closing_on_the_mug_leaves_impacts_and_clutches_to_step(counted):
     rec = _steps(sims[1], ctls[1], 600)
     _same(sims[0], ro, sims[1], rec)
     assert 0 < counted[1] < 600 and counted[0] > 1                  # both paths took steps
-    assert sims[0].state.broken.any() or np.abs(ro.v[-1]).max() < np.abs(ro.v).max()
+    # physics: the three fingers' distal clutches gave way on the mug, which they now hold still
+    assert sims[0].state.broken[1:].all() and len(sims[0].contacts) >= 3
+    assert np.abs(ro.v).max() > 1.0 and np.abs(ro.v[-1]).max() < 1e-3
 
 
 def test_a_resting_world_falls_asleep_through_step(counted):

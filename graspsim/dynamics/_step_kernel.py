@@ -100,23 +100,6 @@ PYTHON = 1       # the next step needs the Python path (the state is the one bef
 
 
 @njit(cache=True)
-def _all_finite2(a):
-    for i in range(a.shape[0]):
-        for j in range(a.shape[1]):
-            if not np.isfinite(a[i, j]):
-                return False
-    return True
-
-
-@njit(cache=True)
-def _all_finite1(a):
-    for i in range(a.shape[0]):
-        if not np.isfinite(a[i]):
-            return False
-    return True
-
-
-@njit(cache=True)
 def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, ASM, ISL, SOLV, FIN, RST, BRK,
                   ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest,
                   bodies_rest, rec_t, rec_c, rec_q, rec_v, rec_jq):
@@ -128,7 +111,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
     Returns (code, steps taken, t, c, q, v, jq, steps, table arrays, cwarm arrays and whether they
     hold contacts, rest counters, bodies_rest, and the last taken step's contacts, impulses, LCP
     sizes, pivots and island count)."""
-    (e_move, e_screen, e_frames, e_contacts, e_limit, e_pd, e_asm, e_isl, e_mass, e_solve, e_finish) = E
+    (e_move, e_screen, e_frames, e_contacts, e_limit, e_pd, e_asm, e_isl, e_mass, e_solve, e_finish, e_finite) = E
     (X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, cand, lo, hi, tol) = TM
     (vel, bX, pairs, blo, bhi, radius, thr) = SC
     (rigid_tol, shape_body, X_LS, plain) = FR
@@ -157,8 +140,10 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
     nb = c.shape[0]
     for it in range(n):
         # the Python path's own checks (its errors name what is wrong)
-        if not (t + h > t and _all_finite2(c) and _all_finite2(q) and _all_finite2(v) and _all_finite1(jq)
-                and _all_finite1(lock)):
+        # (Simulator._check_steppable's test: the same kernel, 1-row views of the joint arrays)
+        jq2 = jq.reshape((1, jq.shape[0]))
+        if not (t + h > t and call_native(e_finite, "all_finite", (c, q, v))
+                and call_native(e_finite, "all_finite", (jq2, lock.reshape((1, lock.shape[0])), jq2))):
             code = PYTHON
             break
         A, ok = call_native(e_pd, "pd_command", (t, h, kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off,

@@ -29,12 +29,13 @@ from .sleep import ANGULAR_LENGTH, IMPULSE_RTOL, ROOT3
 _KERNELS = {"trial_move": RK.trial_move, "screen_pairs": IMP.screen_pairs, "shape_frames": CK.shape_frames,
             "contacts_kernel": CK.contacts_kernel, "limit_regions_in_place": SIMP.limit_regions_in_place,
             "pd_command": RK.pd_command, "assemble": RK.assemble, "islands": RK.islands,
-            "mass_terms": RK.mass_terms, "solve_islands": IK.solve_islands, "finish": RK.finish}
+            "mass_terms": RK.mass_terms, "solve_islands": IK.solve_islands, "finish": RK.finish,
+            "all_finite": RK.all_finite}
 for _n, _k in _KERNELS.items():
     register(_n, _k)
 
 _NAMES = ("trial_move", "screen_pairs", "shape_frames", "contacts_kernel", "limit_regions_in_place", "pd_command",
-          "assemble", "islands", "mass_terms", "solve_islands", "finish")
+          "assemble", "islands", "mass_terms", "solve_islands", "finish", "all_finite")
 #: the kernels' addresses in this process by their argument types (the loop's, per simulator layout)
 _ADDRESSES: dict = {}
 
@@ -164,6 +165,7 @@ class CompiledLoop:
         rs = return_type("solve_islands", sig["solve_islands"]).types
         FIN = ty(self.FIN)
         sig["finish"] = (c1, q1, rs[7], rs[4], typeof(np.zeros(0)), FIN[0], FIN[1], _F, _F, _F, _F)
+        sig["all_finite"] = (c, q, v)
         key = tuple(sig[n] for n in _NAMES)
         got = _ADDRESSES.get(key)
         if got is None:

@@ -434,6 +434,7 @@ class Simulator:
         self._comp = np.asarray(self._comp, np.int64)
         self._collision = None
         self._collisions_on = collisions
+        self._loop = None           # rollout's compiled loop (graspsim.dynamics.rollout.CompiledLoop)
         if collisions and len(self.table.collision_pairs):
             # a world that starts with bodies inside each other is reported, not simulated
             from ..collision import check_interpenetration
@@ -681,10 +682,9 @@ class Simulator:
         while i < n:
             # the compiled loop takes the steps it can (the common path); step() the others
             if self._state.steps and RO.eligible(self, controller):
-                loop = self.__dict__.get("_loop")
-                if loop is None or loop.ctl is not controller or not loop.still_valid():
-                    loop = self.__dict__["_loop"] = RO.CompiledLoop(self, controller)
-                i += loop.run(n - i, rec, i)
+                if self._loop is None or self._loop.ctl is not controller or not self._loop.still_valid():
+                    self._loop = RO.CompiledLoop(self, controller)
+                i += self._loop.run(n - i, rec, i)
                 if i >= n:
                     break
             self.step(controller)
