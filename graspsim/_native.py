@@ -30,7 +30,7 @@ from numba import typeof, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["call_native", "native_entry", "native_entry_types", "register", "return_type"]
+__all__ = ["available", "call_native", "native_entry", "native_entry_types", "register", "return_type"]
 
 #: kernels callable by name in call_native (name -> public kernel), see :func:`register`
 _KERNELS: dict = {}
@@ -95,6 +95,18 @@ def _same_structure(have, want) -> bool:
         return True
     return (isinstance(have, types.Array) and isinstance(want, types.Array) and have.dtype == want.dtype
             and have.ndim == want.ndim)
+
+
+def available(kernel, sig: tuple) -> bool:
+    """Can ``kernel`` run on arguments of the numba types ``sig`` without compiling: compiled in this
+    process, or in numba's disk cache (loaded then)."""
+    sig = tuple(sig)
+    if sig in kernel.overloads:
+        return True
+    if kernel._cache.load_overload(sig, kernel.targetctx) is None:
+        return False
+    kernel.compile(sig)         # (from the cache)
+    return True
 
 
 def native_entry(kernel, args: tuple) -> tuple[int, types.Type]:

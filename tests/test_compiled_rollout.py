@@ -18,14 +18,16 @@ MODELS = Path(__file__).resolve().parent / "models"
 
 @pytest.fixture
 def counted(monkeypatch):
-    """[calls of the compiled loop, steps it took]."""
-    n = [0, 0]
+    """[calls of the compiled loop, steps it took, of those while objects slept]."""
+    n = [0, 0, 0]
     run = RO.CompiledLoop.run
 
     def spy(self, *a):
+        asleep = self.sim._bodies_asleep
         k = run(self, *a)
         n[0] += 1
         n[1] += k
+        n[2] += k if asleep else 0       # steps taken while objects slept
         return k
     monkeypatch.setattr(RO.CompiledLoop, "run", spy)
     return n
@@ -36,7 +38,8 @@ def _steps(sim, ctl, n):
     for _ in range(n):
         sim.step(ctl)
         s = sim.state
-        rec.append((s.time, s.c.copy(), s.q.copy(), s.v.copy(), s.joint_q.copy()))
+        rec.append((s.time, s.c.copy(), s.q.copy(), s.v.copy(), s.joint_q.copy(), sim.info.h, sim.contact_count,
+                    s.broken.copy()))
     return rec
 
 
@@ -44,7 +47,7 @@ def _same(sim_a, ro, sim_b, rec):
     """Rollout ``ro`` of ``sim_a`` equals the step() record ``rec`` of ``sim_b`` bit for bit, and so do
     the two simulators' data blocks and last step reports."""
     assert np.array_equal(ro.time, [r[0] for r in rec])
-    for i, name in enumerate(("c", "q", "v", "joint_q"), 1):
+    for i, name in enumerate(("c", "q", "v", "joint_q", "h", "contacts", "broken"), 1):
         assert np.array_equal(getattr(ro, name), np.array([r[i] for r in rec])), name
     a, b = sim_a.state, sim_b.state
     assert a.steps == b.steps and np.array_equal(a.broken, b.broken) and np.array_equal(a.lock, b.lock)
@@ -70,7 +73,8 @@ def _same(sim_a, ro, sim_b, rec):
 
 
 def _held(n_after=0):
-    r = dynamic_auto_grasp(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), "barrett", timeout=2.0)
+    r = dynamic_auto_grasp(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), "barrett", timeout=2.0,
+                           compiled_loop=True)
     ctl = r.controller.compiled()
     for _ in range(n_after):
         r.sim.step(ctl)
@@ -81,6 +85,7 @@ def test_the_held_mug_takes_the_compiled_loop_and_stays_held(counted):
     """The Barrett holding the mug (breakaway clutches, six contacts, warm starts): every step in the
     compiled loop, the states and data those of step() bit for bit, the mug held still."""
     (sa, ca), (sb, cb) = _held(1), _held(1)
+    counted[:] = [0, 0, 0]              # (the grasps took rollouts too)
     z0 = sa.body_pose("mug")[2, 3]
     ro = sa.rollout(300, ca)
     _same(sa, ro, sb, _steps(sb, cb, 300))
@@ -94,7 +99,7 @@ def test_closing_on_the_mug_leaves_impacts_and_clutches_to_step(counted):
     """The Barrett closing from its start: fingers land on the mug (steps cut at the impact), the
     distal clutches give way, the mug settles: the loop hands those steps to step() and takes the
     rest, and the whole run is step()'s bit for bit."""
-    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")) for _ in range(2)]
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=True) for _ in range(2)]
     ctls = []
     for s in sims:
         ctl = PDController(s)
@@ -114,7 +119,7 @@ def test_closing_on_the_mug_leaves_impacts_and_clutches_to_step(counted):
 def test_a_resting_world_falls_asleep_through_step(counted):
     """The mug world with nothing commanded: objects settle and fall asleep, then the world; those
     transitions are step()'s, and the sleeping steps after them too."""
-    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")) for _ in range(2)]
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=True) for _ in range(2)]
     ctls = [PDController(s).compiled() for s in sims]
     ro = sims[0].rollout(400, ctls[0])
     _same(sims[0], ro, sims[1], _steps(sims[1], ctls[1], 400))
@@ -131,3 +136,44 @@ def test_an_error_in_the_loop_is_step_s_error():
     with pytest.raises(SimulationError, match="cannot step"):
         sim.rollout(10, ctl)
     assert sim.state.steps == before.steps and np.array_equal(sim.state.c, before.c)
+
+
+def test_dynamic_auto_grasp_through_the_loop_is_step_s():
+    """dynamic_auto_grasp runs its steps as rollouts (the mug asleep on the table until a finger
+    touches it, impacts and clutches through step()): the same grasp bit for bit as with every
+    step through step() -- the steps, the final state, the history, snapshots, DOF ends, quality --
+    and a force-closure grasp of the mug."""
+    out = []
+    for loop in (True, False):
+        n = [0, 0, 0]
+        run = RO.CompiledLoop.run
+
+        def spy(self, *a):
+            asleep = self.sim._bodies_asleep
+            k = run(self, *a)
+            n[1] += k
+            n[2] += k if asleep else 0
+            return k
+        RO.CompiledLoop.run = spy
+        try:
+            r = dynamic_auto_grasp(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), "barrett", timeout=2.0,
+                                   snapshot_times=(0.3, 0.61), compiled_loop=loop)
+        finally:
+            RO.CompiledLoop.run = run
+        out.append((r, n))
+    (a, na), (b, nb) = out
+    assert na[1] > a.steps // 2 and na[2] > 0 and nb[1] == 0     # most steps in the loop, some with the mug asleep
+    assert (a.settled, a.steps, a.time) == (b.settled, b.steps, b.time)
+    for f in ("c", "q", "v", "joint_q", "broken", "lock"):
+        assert np.array_equal(getattr(a.sim.state, f), getattr(b.sim.state, f)), f
+    for k in ("time", "contacts", "object_z"):
+        assert np.array_equal(a.history[k], b.history[k]), k
+    assert [s.time for s in a.snapshots] == [s.time for s in b.snapshots] and len(a.snapshots) == 2
+    assert all(np.array_equal(x.forces, y.forces) and x.links == y.links for x, y in zip(a.snapshots, b.snapshots))
+    assert a.ends == b.ends and np.array_equal(a.joint_values, b.joint_values)
+    assert a.quality.epsilon == b.quality.epsilon
+    # physics: settled with the three fingers pressing, a force-closure grasp; the mug's weight is
+    # carried by the table (it stands within 2 mm of where it stood: the squeeze tilts it by ~1 mm)
+    assert a.settled and [a.ends[f].state for f in ("f1", "f2", "f3")] == ["pressing"] * 3
+    assert a.quality.epsilon > 0.05
+    assert abs(a.history["object_z"][-1] - a.history["object_z"][0]) < 2e-3

@@ -40,7 +40,7 @@ def _steps(sim, ctl, n):
 def test_rollout_of_the_barrett_closing_matches_step_with_the_python_pd():
     """The quintic closing move crosses its end (t = 0.4 s) and the fingers reach the mug: the
     compiled references must equal PDController.command's at every step, including after the end."""
-    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")) for _ in range(2)]
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=True) for _ in range(2)]
     ctls = [_closing(s) for s in sims]
     ro = sims[0].rollout(300, ctls[0])
     ref = _steps(sims[1], ctls[1], 300)
@@ -52,7 +52,8 @@ def test_rollout_of_the_barrett_closing_matches_step_with_the_python_pd():
 def test_rollout_with_a_sampled_cartesian_line_and_without_controller():
     """A Cartesian line of the Puma's wrist (a sampled trajectory, linear interpolation) while the
     Barrett closes; and the three-box stack with no controller."""
-    sims = [Simulator(graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")) for _ in range(2)]
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml"), compiled_loop=True)
+            for _ in range(2)]
     ctls = []
     for s in sims:
         ctl = _closing(s)
@@ -82,3 +83,5 @@ def test_rollout_refuses_a_python_controller_and_bad_counts():
     with pytest.raises(ValueError, match="feedforward"):
         sim.rollout(1, ctl)
     assert sim.rollout(0).c.shape == (0, 3, 3)
+    with pytest.raises(ValueError, match="compiled_loop must be None, True or False"):
+        Simulator(graspsim.load_world(MODELS / "stack.yaml"), compiled_loop="yes")

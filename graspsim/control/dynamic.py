@@ -230,37 +230,48 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
     sign_l, still_l = sign.tolist(), still_speed.tolist()
     full = (effort_now * (1 - 1e-9)).tolist()
     bar = _progress(timeout, f"dynamic grasp of '{obj or hand}'", progress)
+    cpd = ctl.compiled()          # (the trajectories and gains stay as they are until the end)
+    h_max = sim.dt                # no step is longer (an impact cuts one shorter)
     t0 = _t.perf_counter()
-    while sim.time < timeout - 1e-12:
-        sim.step(ctl)
+    while sim.time < timeout - 1e-12 and not settled:
+        # a rollout of as many steps as cannot reach the timeout, a snapshot time or the end of
+        # the settle time before its last: each step is then looked at as if stepped one by one
+        span = min(timeout - 1e-12 - sim.time, settle_time - 1e-12 - still_for,
+                   pending[0] - 1e-9 - sim.time if pending else np.inf)
+        ro = sim.rollout(max(1, int(span / h_max)), cpd, stop_after_step=True)
+        m = len(ro)
+        vals, rates = sim.rollout_dofs(ro)
+        hist_t.extend(ro.time.tolist())
+        hist_n.extend(ro.contacts.tolist())
+        if io is not None:
+            hist_z.extend(sim.rollout_poses(ro, obj)[:, 2, 3].tolist())
         if bar is not None:
-            bar.update(sim.info.h)
+            bar.update(float(ro.h.sum()))
+        for i in range(m):
+            now = ro.broken[i, sl].tolist()
+            if now != broken:       # a clutch gave way in this step (one through step(): the last)
+                assert i == m - 1
+                for k in range(len(now)):
+                    if now[k] and not broken[k]:
+                        clutch[k] = _breakaway(sim, ri, k, prev_q[k])
+                broken = now
+            q, qd = vals[i, sl], rates[i, sl]
+            prev_q = q
+            # settled: every closing DOF still, and either blocked (its drive pushes with its full
+            # effort towards a reference ahead of it) or at the end of its reference
+            t_i = float(ro.time[i])
+            ql, qdl, kp = q.tolist(), qd.tolist(), ctl.kp[sl].tolist()
+            ref = traj.position(t_i).tolist()
+            at_end = t_i >= traj.t_end
+            ok = all(abs(qdl[d]) < still_l[d] and (at_end or kp[d] * (ref[d] - ql[d]) * sign_l[d] >= full[d])
+                     for d in watch)
+            still_for = still_for + float(ro.h[i]) if ok else 0.0
+            if still_for >= settle_time - 1e-12:
+                assert i == m - 1
+                settled = True
         while pending and sim.time >= pending[0] - 1e-9:
             snaps.append(_snapshot(sim, ri, io))
             pending.pop(0)
-        hist_t.append(sim.time)
-        hist_n.append(sim.contact_count)
-        if io is not None:
-            hist_z.append(sim.body_pose(obj)[2, 3])
-        now = sim.state.broken[sl].tolist()
-        if now != broken:
-            for k in range(len(now)):
-                if now[k] and not broken[k]:      # a clutch gave way in this step
-                    clutch[k] = _breakaway(sim, ri, k, prev_q[k])
-            broken = now
-        q, qd = sim.dof_values()[sl], sim.dof_velocities()[sl]
-        prev_q = q
-        # settled: every closing DOF still, and either blocked (its drive pushes with its full
-        # effort towards a reference ahead of it) or at the end of its reference
-        ql, qdl, kp = q.tolist(), qd.tolist(), ctl.kp[sl].tolist()
-        ref = traj.position(sim.time).tolist()
-        at_end = sim.time >= traj.t_end
-        ok = all(abs(qdl[d]) < still_l[d] and (at_end or kp[d] * (ref[d] - ql[d]) * sign_l[d] >= full[d])
-                 for d in watch)
-        still_for = still_for + sim.info.h if ok else 0.0
-        if still_for >= settle_time - 1e-12:
-            settled = True
-            break
     if bar is not None:
         bar.close()
     wall = _t.perf_counter() - t0

@@ -38,7 +38,7 @@ DEEP = 5         # an overlap deeper than the tolerance at the trial pose
 def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
             c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, joint_q,
             cand, lo, hi, tol,
-            vel, bX, pairs, blo, bhi, radius, thr,
+            vel, bX, pairs, blo, bhi, radius, thr, cpairs,
             rigid_tol, shape_body, X_LS, plain_frames,
             bstart, bcount, P, svalid, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl,
             max_points, region_cos, pen_tol):
@@ -46,7 +46,8 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
     addresses; then the arguments of ``trial_move``, of ``screen_pairs`` (``vel`` the (N, 6)
     buffer that gets the dynamic bodies' velocities ``v`` at rows ``table_index``), of
     ``shape_frames`` (``plain_frames``: shape frames are body frames, the poses serve as they
-    are), of ``contacts_kernel`` and of ``limit_regions_in_place`` (``max_points`` 0: no limit),
+    are), of ``contacts_kernel`` (``cpairs`` the pairs it searches: ``pairs`` but those of two
+    bodies that cannot touch anew while objects sleep) and of ``limit_regions_in_place`` (``max_points`` 0: no limit),
     and the deepest separation allowed (m, > 0).
 
     Returns (code, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab (4, k), v (6, k, 3), s (k,)): the
@@ -75,7 +76,7 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
         return BAD_POSE, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
     if plain_frames:
         Xs = X
-    k, worst = call_native(e_contacts, "contacts_kernel", (Xs, pairs, bstart, bcount, P, svalid, thr, cos_tol,
+    k, worst = call_native(e_contacts, "contacts_kernel", (Xs, cpairs, bstart, bcount, P, svalid, thr, cos_tol,
                                                             region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl))
     if worst > C.shape[0] or k > O_s.shape[0]:
         return OVERFLOW, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
@@ -102,18 +103,21 @@ PYTHON = 1       # the next step needs the Python path (the state is the one bef
 @njit(cache=True)
 def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, ASM, ISL, SOLV, FIN, RST, BRK,
                   ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest,
-                  bodies_rest, rec_t, rec_c, rec_q, rec_v, rec_jq):
+                  bodies_rest, rec_t, rec_c, rec_q, rec_v, rec_jq, rec_h, rec_k):
     """Up to ``n`` steps of ``Simulator.step``'s common path in one call, each computed and committed
     as the Python path does (see ``graspsim.dynamics.rollout``).  Before a step that needs anything
     else -- the Python path's checks and errors, an impact cut, a breakaway, an object or the world
-    falling asleep, the warm-start table to clear -- it stops with the state (and the warm-start
+    falling asleep, a sleeping object moved in place or touched, the warm-start table to clear -- it
+    stops with the state (and the warm-start
     table: copied before each solve, restored) as they were before that step: code PYTHON.
+    Each taken step is recorded at its row of ``rec_*``: time, coms, orientations, velocities, joint
+    values, step length and contact count.
     Returns (code, steps taken, t, c, q, v, jq, steps, table arrays, cwarm arrays and whether they
     hold contacts, rest counters, bodies_rest, and the last taken step's contacts, impulses, LCP
     sizes, pivots and island count)."""
     (e_move, e_screen, e_frames, e_contacts, e_limit, e_pd, e_asm, e_isl, e_mass, e_solve, e_finish, e_finite) = E
     (X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, cand, lo, hi, tol) = TM
-    (vel, bX, pairs, blo, bhi, radius, thr) = SC
+    (vel, bX, pairs, blo, bhi, radius, thr, cpairs) = SC
     (rigid_tol, shape_body, X_LS, plain) = FR
     (bstart, bcount, P, svalid, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos,
      pen_tol) = CKA
@@ -123,7 +127,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
      hc, gamma, threshold, u, static_speed, lock_gain, inertia_L) = ASM
     (comp, ncomp) = ISL
     (compliance, project, radius_match, entries_max) = SOLV
-    (group, is_object, h_rest, lin_limit, ang_length, after) = FIN
+    (group, is_object, h_rest, lin_limit, ang_length, after, bodies_pose) = FIN
     (sleep, sleep_speed, root3, impulse_rtol) = RST
     (hd, hprox, hdist, hrho, hoff0, hoff1, fd, fprox, ftorque, fhard) = BRK
     code = DONE
@@ -146,6 +150,22 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
                 and call_native(e_finite, "all_finite", (jq2, lock.reshape((1, lock.shape[0])), jq2))):
             code = PYTHON
             break
+        # sleeping objects moved or set moving in place: step() wakes them (_check_sleeping_bodies)
+        moved = False
+        for i in range(nb):
+            if group[i] > 0:
+                for j in range(6):
+                    if v[i, j] != 0.0:
+                        moved = True
+                for j in range(3):
+                    if c[i, j] != bodies_pose[i, j]:
+                        moved = True
+                for j in range(4):
+                    if q[i, j] != bodies_pose[i, 3 + j]:
+                        moved = True
+        if moved:
+            code = PYTHON
+            break
         A, ok = call_native(e_pd, "pd_command", (t, h, kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off,
                                                   ps_t, ps_q))
         if not ok:
@@ -153,7 +173,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
             break
         r = collide(e_move, e_screen, e_frames, e_contacts, e_limit, c, q, v, h, X_static, table_index, com_L,
                     parent, child, X_PJ, X_CJ, axis, perp, kind, jq, cand, lo, hi, tol, vel, bX, pairs, blo, bhi,
-                    radius, thr, rigid_tol, shape_body, X_LS, plain, bstart, bcount, P, svalid, cos_tol,
+                    radius, thr, cpairs, rigid_tol, shape_body, X_LS, plain, bstart, bcount, P, svalid, cos_tol,
                     region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos, pen_tol)
         if r[0] != OK:
             code = PYTHON
@@ -190,9 +210,17 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
             break
         sa = np.empty(k, np.int64)
         sb = np.empty(k, np.int64)
+        touched = False
         for i in range(k):
             sa[i] = slot[ca[i]]
             sb[i] = slot[cb[i]]
+            # a contact with a sleeping object (its pairs with static and sleeping bodies are not
+            # searched: an awake body touches it): step() wakes it (_wake_touched)
+            if (sa[i] >= 0 and group[sa[i]] > 0) or (sb[i] >= 0 and group[sb[i]] > 0):
+                touched = True
+        if touched:
+            code = PYTHON
+            break
         labels, n_isl = call_native(e_isl, "islands", (comp, ncomp, sa, sb))
         _m, Minv, aM = call_native(e_mass, "mass_terms", (mass, inertia_L, q1, v, kw, h))
         # the warm-start table as it was: a step left to the Python path starts from it
@@ -203,6 +231,10 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         b3 = (pf, True, radius_match)
         (status, bad, m, piv, v_new, impulses, hard_impulse, dx, cflags, sizes_isl, pivots, keys, used, ta, tb,
          store) = call_native(e_solve, "solve_islands", b1 + b2 + b3)
+        for i in range(nb):          # sleeping objects: free bodies without contacts; they stay
+            if group[i] > 0:
+                for j in range(6):
+                    v_new[i, j] = 0.0
         c2, q2, finite, lin, ang, rest1, rested = call_native(
             e_finish, "finish", (c1, q1, dx, v_new, bodies_rest, group, is_object, h_rest, lin_limit, ang_length,
                                  after))
@@ -264,6 +296,8 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last = \
             k, ab, vv, sep, impulses, sizes_isl, pivots, n_isl
         rec_t[done] = t
+        rec_h[done] = h
+        rec_k[done] = k
         for i in range(nb):
             for j in range(3):
                 rec_c[done, i, j] = c[i, j]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import typeof
 
-from .._native import native_entry_types, register, return_type
+from .._native import available, native_entry_types, register, return_type
 from ..collision import _impact_kernel as IMP
 from ..collision import _simplify_kernel as SIMP
 from ..collision import kernels as CK
@@ -38,6 +38,11 @@ _NAMES = ("trial_move", "screen_pairs", "shape_frames", "contacts_kernel", "limi
           "assemble", "islands", "mass_terms", "solve_islands", "finish", "all_finite")
 #: the kernels' addresses in this process by their argument types (the loop's, per simulator layout)
 _ADDRESSES: dict = {}
+#: steps this process's rollouts took through step(); with ``Simulator(compiled_loop=None)`` (the
+#: default) the loop is compiled once they reach LOOP_AFTER (about 11 s of compile on a cold cache
+#: against ~0.1-0.25 ms saved per step), and used at once when compiled or in numba's cache already
+STEPPED = [0]
+LOOP_AFTER = 20_000
 
 _F = typeof(0.0)
 _I = typeof(0)
@@ -49,8 +54,9 @@ def eligible(sim, controller) -> bool:
     from ..control.pd import CompiledPD
 
     d = sim._data
+    # (sleeping objects: the loop wakes none; their parameters changed, step() does)
     return (isinstance(controller, CompiledPD) and not sim.profile and d.asleep is None
-            and not sim._bodies_asleep and not sim._kinematic and not sim.restitution and sim._lemke is None
+            and (not sim._bodies_asleep or d.bodies_key == sim._sleep_key()) and not sim._kinematic and not sim.restitution and sim._lemke is None
             and sim._collisions_on and len(sim.table.collision_pairs) > 0)
 
 
@@ -73,7 +79,10 @@ class CompiledLoop:
         self.h = h
         self.TM = (sim._data.X_static, sim.bodies.table_index, sim.bodies.com_L, js.parent, js.child, js.X_PJ,
                    js.X_CJ, js.axis, js.perp, js.kind, st.limit_cand, st.lim_lo, st.lim_hi, st.lim_tol)
-        self.SC = (sim._vel_buf, bX, model.pairs, blo, bhi, sim._body_radius[0], float(model.threshold))
+        # the contact search's pairs: while objects sleep, those that can touch anew (as step())
+        cpairs = sim._active_pairs() if sim._bodies_asleep else model.pairs
+        self.SC = (sim._vel_buf, bX, model.pairs, blo, bhi, sim._body_radius[0], float(model.threshold), cpairs)
+        self.group = sim._data.bodies_group.copy()
         self.FR = (float(RIGID_TOL), body, X_LS, plain)
         d = model.data
         self.CKA = (model._bstart, model._bcount, model._P, model._svalid, float(model.cos_tol),
@@ -91,7 +100,7 @@ class CompiledLoop:
         self.SOLV = (float(sim.contact_compliance), bool(sim.project_joints), float(MATCH_RADIUS),
                      int(sim.warm_start_entries))
         self.FIN = (sim._data.bodies_group, sim._is_object, h if sim.sleep else 0.0, float(sim.sleep_speed / ROOT3),
-                    float(ANGULAR_LENGTH), float(sim.sleep_after))
+                    float(ANGULAR_LENGTH), float(sim.sleep_after), sim._data.bodies_pose)
         self.RST = (bool(sim.sleep), float(sim.sleep_speed), float(ROOT3), float(IMPULSE_RTOL))
         held = st.brk_held
         free = st.brk_free
@@ -103,6 +112,8 @@ class CompiledLoop:
                     np.ascontiguousarray(st.brk_free_hard, np.int64))
         self.key = self._key()
         self.E = self._resolve()
+        self.ready = False          # rollout_steps to be called (compiled, cached or worth compiling)
+        self.cached = None          # rollout_steps compiled or in numba's cache for these arguments
 
     def _key(self) -> tuple:
         """What the constants were built from and ``step()`` reads each time (its parameters, the
@@ -122,7 +133,8 @@ class CompiledLoop:
         d = self.model.data
         return (self.E is not None and self._key() == self.key and np.array_equal(sim.state.broken, self.broken)
                 and self.CKA[6] is d.C and self.CKA[10] is d.O_ab and self.TM[0] is sim._data.X_static
-                and self.FIN[0] is sim._data.bodies_group)
+                and self.FIN[0] is sim._data.bodies_group and self.FIN[6] is sim._data.bodies_pose
+                and np.array_equal(self.group, sim._data.bodies_group))
 
     def _resolve(self) -> tuple:
         """The kernels' addresses for the argument types the loop passes (compiled or loaded first)."""
@@ -138,7 +150,7 @@ class CompiledLoop:
         T = typeof(np.empty(0))
         sig["screen_pairs"] = (X0, SC[1], SC[2], SC[3], SC[4], SC[0], SC[5], _F, SC[6], T, T)
         sig["shape_frames"] = (X, FR[0], FR[1], FR[2])
-        sig["contacts_kernel"] = (X, SC[2], CKA[0], CKA[1], CKA[2], CKA[3], SC[6], CKA[4], CKA[5], *CKA[6:14])
+        sig["contacts_kernel"] = (X, SC[7], CKA[0], CKA[1], CKA[2], CKA[3], SC[6], CKA[4], CKA[5], *CKA[6:14])
         sig["limit_regions_in_place"] = (CKA[10], CKA[11], CKA[12], _I, _I, _F)
         sig["pd_command"] = (_F, _F, *ty(self.PDA))
         A = return_type("pd_command", sig["pd_command"]).types[0]
@@ -164,7 +176,7 @@ class CompiledLoop:
                                 f2, f2, f2, f2, _I, _F, _B, _B, *table, *prev, _B, _F)
         rs = return_type("solve_islands", sig["solve_islands"]).types
         FIN = ty(self.FIN)
-        sig["finish"] = (c1, q1, rs[7], rs[4], typeof(np.zeros(0)), FIN[0], FIN[1], _F, _F, _F, _F)
+        sig["finish"] = (c1, q1, rs[7], rs[4], typeof(np.zeros(0)), FIN[0], FIN[1], _F, _F, _F, _F)   # (FIN[6]: the loop's)
         sig["all_finite"] = (c, q, v)
         key = tuple(sig[n] for n in _NAMES)
         got = _ADDRESSES.get(key)
@@ -173,7 +185,8 @@ class CompiledLoop:
         return got
 
     def run(self, n: int, rec: tuple, at: int) -> int:
-        """Up to ``n`` steps into the record arrays ``rec`` from row ``at``; the steps taken (the
+        """Up to ``n`` steps into the record arrays ``rec`` (the fields of a
+        :class:`~graspsim.dynamics.simulator.Rollout` in order) from row ``at``; the steps taken (the
         simulator's state, data block and step info updated as ``step`` would)."""
         from .simulator import SimState, StepInfo
 
@@ -186,14 +199,22 @@ class CompiledLoop:
         rest_imp = rest[2] if has_rest else np.zeros((0, 3))
         pa, pb, pp, pf = d.cwarm if d.cwarm is not None else sim._no_prev
         bodies_rest = d.bodies_rest
+        rt, rc, rq, rv, rj, rh, rk, rb = (r[at:] for r in rec)
+        args = (self.E, n, float(s.time), self.h, s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps), self.TM, self.SC,
+                self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, d.ext,
+                *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq, rv,
+                rj, rh, rk)
+        if not self.ready:
+            # (compiling the loop costs ~11 s once: not for a short job on a cold cache)
+            if self.cached is None:
+                self.cached = available(SK.rollout_steps, tuple(typeof(a) for a in args))
+            self.ready = sim.compiled_loop is True or self.cached or STEPPED[0] >= LOOP_AFTER
+            if not self.ready:
+                return 0
         ext0 = d.ext.copy()
         table0 = tuple(a.copy() for a in d.table())
-        rt, rc, rq, rv, rj = (r[at:] for r in rec)
         try:
-            out = SK.rollout_steps(self.E, n, float(s.time), self.h, s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps),
-                                   self.TM, self.SC, self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV,
-                                   self.FIN, self.RST, self.BRK, d.ext, *d.table(), pa, pb, pp, pf,
-                                   float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq, rv, rj)
+            out = SK.rollout_steps(*args)
         except ZeroDivisionError:      # a blow-up inside: the steps again through step(), which names it
             d.ext[:] = ext0
             d.set_table(*table0[:5])
@@ -204,6 +225,9 @@ class CompiledLoop:
         d.set_table(keys, used, ta, tb, store)
         if not done:
             return 0
+        rb[:done] = s.broken            # (no clutch changes in the loop)
+        if d.bodies_contacts is not None:         # the sleeping objects' kept contacts count too
+            rk[:done] += len(d.bodies_contacts[0])
         sim._state = SimState(t, c, q, v, jq, s.broken.copy(), s.lock.copy(), steps)
         d.cwarm = (pa, pb, pp, pf) if len(pa) else None
         d.cuts[0] = 0

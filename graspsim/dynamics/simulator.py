@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 import numpy as np
@@ -245,13 +245,30 @@ class StepInfo:
 class Rollout:
     """States after each step of :meth:`Simulator.rollout`: ``time`` (n,) s, coms ``c`` (n, nb, 3)
     m and velocities ``v`` (n, nb, 6) [m/s; rad/s] in W, orientations ``q`` (n, nb, 4) (w, x, y, z),
-    joint values ``joint_q`` (n, nj) (rad or m)."""
+    joint values ``joint_q`` (n, nj) (rad or m); each step's length ``h`` (n,) s (shorter than
+    ``dt`` when cut at an impact), its contact count ``contacts`` (n,) and which DOFs' clutches had
+    given way after it, ``broken`` (n, nd).  ``len()`` is the number of steps."""
 
     time: np.ndarray
     c: np.ndarray
     q: np.ndarray
     v: np.ndarray
     joint_q: np.ndarray
+    h: np.ndarray
+    contacts: np.ndarray
+    broken: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.time)
+
+    @classmethod
+    def empty(cls, n: int, nb: int, nj: int, nd: int) -> "Rollout":
+        return cls(np.empty(n), np.empty((n, nb, 3)), np.empty((n, nb, 4)), np.empty((n, nb, 6)), np.empty((n, nj)),
+                   np.empty(n), np.empty(n, np.int64), np.empty((n, nd), bool))
+
+    def head(self, n: int) -> "Rollout":
+        """The first ``n`` steps (views)."""
+        return Rollout(*(getattr(self, f.name)[:n] for f in fields(self)))
 
 
 @dataclass
@@ -300,7 +317,10 @@ class Simulator:
     basis is kept for a warm start: beyond it the table starts afresh, as a cold start would),
     ``sleep`` (True: a world at rest to rounding skips its steps until something wakes it, see
     :mod:`graspsim.dynamics.sleep`), ``sleep_speed`` (m/s, in (0, 0.1]; 1e-8) and ``sleep_after``
-    (s, >= 0; 0.05) its thresholds,
+    (s, >= 0; 0.05) its thresholds, ``compiled_loop`` (True: :meth:`rollout` takes the common path's
+    steps in one compiled loop; False: each through :meth:`step`, the same states slower; None, the
+    default: the loop once it is compiled -- in numba's cache, or after a process's rollouts took
+    20,000 steps through :meth:`step`: its compile takes ~11 s, more than a short job saves),
     ``lemke``: None (default) solves each island with the compiled
     solver and the project's Lemke; an LCP solver ``lemke(M, q, warm_start=None) -> LCPResult`` runs
     the reference implementation of :mod:`graspsim.dynamics.island` with it instead (slower; for
@@ -315,7 +335,7 @@ class Simulator:
                  project_joints: bool = True, contact_compliance: float = 1e-6, max_region_points: int = 8,
                  restitution: bool = False, restitution_speed: float = 0.1,
                  warm_start_entries: int = WARM_MAX_ENTRIES, sleep: bool = True,
-                 sleep_speed: float = SLEEP_SPEED, sleep_after: float = SLEEP_AFTER):
+                 sleep_speed: float = SLEEP_SPEED, sleep_after: float = SLEEP_AFTER, compiled_loop: bool | None = None):
         if not isinstance(world, World):
             raise ValueError(f"Simulator needs a graspsim World (graspsim.load_world), got {type(world).__name__}")
         self.world = world
@@ -368,6 +388,11 @@ class Simulator:
         # at most 0.1 m/s: a body faster than that is not at rest (a falling one passes 0.1 m/s in 4 steps)
         self.sleep_speed = number("sleep_speed", sleep_speed, 0.0, MAX_SLEEP_SPEED, open_low=True)
         self.sleep_after = number("sleep_after", sleep_after, 0.0, np.inf)
+        if compiled_loop is not None and not isinstance(compiled_loop, (bool, np.bool_)):
+            raise ValueError(f"compiled_loop must be None, True or False, got {compiled_loop!r}")
+        #: rollout's compiled loop: True on, False off (every step of a rollout through step(): the
+        #: reference), None once compiled (see graspsim.dynamics.rollout.LOOP_AFTER)
+        self.compiled_loop = None if compiled_loop is None else bool(compiled_loop)
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
         # per DOF: proximal and distal joint, distal/proximal ratio, their offsets (the clutch test)
@@ -647,7 +672,7 @@ class Simulator:
         for bi in range(len(self.world.description.bodies)):
             self.world.state.body_poses[bi] = X[nl + bi].copy()
 
-    def rollout(self, n_steps: int, controller=None) -> "Rollout":
+    def rollout(self, n_steps: int, controller=None, *, stop_after_step: bool = False) -> "Rollout":
         """Run ``n_steps`` steps with a compiled controller and return the states after each step.
 
         ``controller``: None, a :class:`~graspsim.control.PDController` (frozen as it is now: its
@@ -659,6 +684,9 @@ class Simulator:
         nothing asleep or falling asleep, no clutch giving way) run in one compiled loop
         (:mod:`graspsim.dynamics.rollout`: about half the time of :meth:`step` per step, and the
         same states bit for bit); every other step goes through :meth:`step`.
+        ``stop_after_step``: return right after such a step (the record then has fewer than
+        ``n_steps`` rows), so that the caller can look at it -- its contacts (:attr:`contacts`), a
+        clutch that gave way -- before going on.
         ValueError for a bad ``n_steps`` (a whole number >= 0); SimulationError as :meth:`step`
         (the states up to the failing step are kept, the rollout's record is lost)."""
         from ..control.pd import CompiledPD, PDController
@@ -674,25 +702,50 @@ class Simulator:
                              "(a Python controller runs through step())")
         from . import rollout as RO
 
-        nb, nj = len(self.bodies), len(self.js)
-        out = Rollout(np.empty(n), np.empty((n, nb, 3)), np.empty((n, nb, 4)), np.empty((n, nb, 6)),
-                      np.empty((n, nj)))
-        rec = (out.time, out.c, out.q, out.v, out.joint_q)
+        out = Rollout.empty(n, len(self.bodies), len(self.js), len(self.ds))
+        rec = tuple(getattr(out, f.name) for f in fields(out))
         i = 0
         while i < n:
             # the compiled loop takes the steps it can (the common path); step() the others
-            if self._state.steps and RO.eligible(self, controller):
+            if self._state.steps and self.compiled_loop is not False and RO.eligible(self, controller):
                 if self._loop is None or self._loop.ctl is not controller or not self._loop.still_valid():
                     self._loop = RO.CompiledLoop(self, controller)
                 i += self._loop.run(n - i, rec, i)
                 if i >= n:
                     break
             self.step(controller)
+            RO.STEPPED[0] += 1
             s = self._state
-            out.time[i] = s.time
-            out.c[i], out.q[i], out.v[i], out.joint_q[i] = s.c, s.q, s.v, s.joint_q
+            out.time[i], out.h[i], out.contacts[i] = s.time, self.info.h, self.contact_count
+            out.c[i], out.q[i], out.v[i], out.joint_q[i], out.broken[i] = s.c, s.q, s.v, s.joint_q, s.broken
             i += 1
-        return out
+            if stop_after_step:
+                break
+        return out if i == n else out.head(i)
+
+    def rollout_poses(self, out: "Rollout", name: str) -> np.ndarray:
+        """(len(out), 4, 4) world poses of body ``name`` after each step of the rollout ``out`` (what
+        :meth:`body_pose` gave after that step; static bodies where they are now)."""
+        b = self._body_index(name)
+        X = np.empty((len(out), 4, 4))
+        for i in range(len(out)):
+            X[i] = self._poses(out.c[i], out.q[i])[b]
+        return X
+
+    def rollout_dofs(self, out: "Rollout") -> tuple[np.ndarray, np.ndarray]:
+        """DOF values (rad or m) and velocities (rad/s or m/s) after each step of the rollout
+        ``out``, each (len(out), nd): what :meth:`dof_values` and :meth:`dof_velocities` gave after
+        that step, bit for bit (static bodies where they are now)."""
+        n, js = len(out), self.js
+        vals, rates = np.empty((n, len(self.ds))), np.empty((n, len(self.ds)))
+        args = (self._data.X_static, self.bodies.table_index)
+        for i in range(n):
+            P = self._structure(out.broken[i]).P
+            r = RK.joint_rates(*args, out.c[i], out.q[i], self.bodies.com_L, self._com_L_all, js.parent, js.child,
+                               js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind, out.joint_q[i], self.bodies.slot, out.v[i])
+            vals[i] = P @ (out.joint_q[i] - self._joint_offsets)
+            rates[i] = P @ r
+        return vals, rates
 
     def run(self, duration: float, controller=None, callback: Callable | None = None) -> None:
         """Step until ``time`` has advanced by ``duration`` (s, finite, >= 0); ``callback(sim)`` after each step."""
