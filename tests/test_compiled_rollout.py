@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import graspsim
-from graspsim.control import PDController, dynamic_auto_grasp
+from graspsim.control import PDController, dynamic_auto_grasp, lift_test
+from graspsim.control.trajectory import QuinticBaseMotion
 from graspsim.dynamics import Simulator
 from graspsim.errors import SimulationError
 from graspsim.dynamics import rollout as RO
@@ -177,3 +178,70 @@ def test_dynamic_auto_grasp_through_the_loop_is_step_s():
     assert a.settled and [a.ends[f].state for f in ("f1", "f2", "f3")] == ["pressing"] * 3
     assert a.quality.epsilon > 0.05
     assert abs(a.history["object_z"][-1] - a.history["object_z"][0]) < 2e-3
+
+
+def test_the_lift_moves_the_base_in_the_loop_as_step_does():
+    """lift_test raises the Barrett's fixed base along a QuinticBaseMotion, which the compiled loop
+    evaluates itself: the grasp and the lift are step()'s bit for bit (states and the base's pose),
+    and the mug rises the commanded 10 cm with the palm, slipping less than 0.1 mm."""
+    out = []
+    for loop in (True, False):
+        n = [0]
+        run = RO.CompiledLoop.run
+
+        def spy(self, *a):
+            k = run(self, *a)
+            n[0] += k if self.KIN[0].size else 0     # steps taken with a moving base
+            return k
+        RO.CompiledLoop.run = spy
+        try:
+            r = dynamic_auto_grasp(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), "barrett", timeout=2.0,
+                                   compiled_loop=loop)
+            lift = lift_test(r, 0.1, duration=0.5, hold=0.25)
+        finally:
+            RO.CompiledLoop.run = run
+        out.append((r.sim, lift, n[0]))
+    (a, la, na), (b, lb, nb) = out
+    assert na > 250 and nb == 0                                  # the lift's 300 steps, nearly all in the loop
+    for f in ("c", "q", "v", "joint_q", "broken", "lock"):
+        assert np.array_equal(getattr(a.state, f), getattr(b.state, f)), f
+    assert np.array_equal(a._data.X_static, b._data.X_static) and a.state.steps == b.state.steps
+    assert (la.lifted, la.slip, la.hand_rise) == (lb.lifted, lb.slip, lb.hand_rise)
+    # physics: the palm rose 10 cm (the base's path), the mug with it, held without slipping
+    assert la.held and abs(la.hand_rise - 0.1) < 1e-9 and abs(la.lifted - 0.1) < 1e-3 and la.slip < 1e-4
+
+
+def test_a_quintic_base_motion_is_the_quintic_and_a_turned_base_goes_through_step(counted):
+    """QuinticBaseMotion: half way, half the displacement at 1.875 x the mean speed (s(1/2) = 1/2,
+    s'(1/2) = 15/8); no twist outside its interval; bad input named.  A base whose pose at the
+    start is turned from the motion's: the loop leaves those steps to step() (same states)."""
+    X0 = np.eye(4)
+    X0[:3, 3] = [0.1, -0.2, 0.3]
+    m = QuinticBaseMotion(X0, [0.0, 0.0, 0.1], 1.0, 0.5)
+    X, tw = m(1.25)
+    assert np.allclose(X[:3, 3], [0.1, -0.2, 0.35], atol=1e-15) and np.allclose(tw, [0, 0, 0.1 * 1.875 / 0.5, 0, 0, 0])
+    assert np.array_equal(m(2.0)[1], np.zeros(6)) and m(2.0)[0][2, 3] == 0.3 + 0.1
+    with pytest.raises(ValueError, match="duration"):
+        QuinticBaseMotion(X0, [0.0, 0.0, 0.1], 0.0, 0.0)
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=True) for _ in range(2)]
+    ctls = []
+    a = np.radians(1.0)
+    turn = np.array([[np.cos(a), -np.sin(a), 0.0], [np.sin(a), np.cos(a), 0.0], [0.0, 0.0, 1.0]])
+    for s in sims:
+        ctls.append(PDController(s).compiled())
+        s.step(ctls[-1])
+        ri = s.world.description.robot_index["barrett"]
+        b = int(s.table.robot_links[ri][s.world.description.robots[ri].robot.base_link])
+        Xb = s.poses()[b].copy()
+        Xb[:3, :3] = Xb[:3, :3] @ turn                 # turned by 1 degree from where the base is
+        s.set_base_motion("barrett", QuinticBaseMotion(Xb, [0.0, 0.0, 0.02], s.time, 0.1))
+    z0 = [sims[0].body_pose(n)[2, 3] for n in ("barrett/f1_prox", "mug")]
+    ro = sims[0].rollout(60, ctls[0])
+    _same(sims[0], ro, sims[1], _steps(sims[1], ctls[1], 60))
+    assert 50 < counted[1] < 60 and counted[0] >= 2     # the turn by step(); after it, mostly the loop
+    # physics: the base at its end pose, 2 cm up and turned; the fingers follow the palm (the
+    # hand's links move with the base, the mug stays on the table)
+    assert np.array_equal(sims[0].poses()[b][:3, :3], Xb[:3, :3])
+    assert np.allclose(sims[0].poses()[b][:3, 3], Xb[:3, 3] + [0, 0, 0.02], atol=1e-12)
+    z1 = [sims[0].body_pose(n)[2, 3] for n in ("barrett/f1_prox", "mug")]
+    assert abs(z1[0] - z0[0] - 0.02) < 1e-3 and abs(z1[1] - z0[1]) < 1e-4

@@ -21,7 +21,7 @@ from .. import kinematics, spatial
 from ..arguments import object_name, positive
 from .explain import Breakaway, DofEnd
 from .pd import PDController
-from .trajectory import JointTrajectory, quintic
+from .trajectory import JointTrajectory, QuinticBaseMotion
 
 #: a prismatic DOF's speed and error are compared with a revolute one's at this ratio (1 mm ~ 1/20 rad,
 #: as in the static auto-grasp's step): 0.02 rad/s "still" is 1 mm/s for a gripper's fingers
@@ -348,22 +348,18 @@ def lift_test(result: DynamicGraspResult, height: float = 0.1, duration: float =
         ctl.move_line(arm.name, X_target, duration=duration, link=arm_link)
     elif inst.fixed_base:
         base_i = int(sim.table.robot_links[ri][inst.robot.base_link])
-        Xb0 = X0[base_i].copy()
-
-        def motion(t):
-            s, ds, _ = quintic((t - t_start) / duration)
-            X = Xb0.copy()
-            X[2, 3] += height * s
-            tw = np.zeros(6)
-            tw[2] = height * ds / duration if t_start <= t <= t_start + duration else 0.0
-            return X, tw
-
-        sim.set_base_motion(hand, motion)
+        sim.set_base_motion(hand, QuinticBaseMotion(X0[base_i], [0.0, 0.0, height], t_start, duration))
     else:
         raise ValueError(f"hand '{hand}' has a free base: nothing carries it up")
     t0 = _t.perf_counter()
     bar = _progress(duration + hold, f"lift of '{obj}'", progress)
-    sim.run(duration + hold, ctl, None if bar is None else (lambda s: bar.update(s.info.h)))
+    # sim.run(duration + hold, ctl) as rollouts that cannot pass its end before their last step
+    cpd = ctl.compiled()
+    t_end = sim.time + (duration + hold) - 1e-12
+    while sim.time < t_end:
+        ro = sim.rollout(max(1, int((t_end - sim.time) / sim.dt)), cpd)
+        if bar is not None:
+            bar.update(float(ro.h.sum()))
     if bar is not None:
         bar.close()
     wall = _t.perf_counter() - t0

@@ -15,7 +15,7 @@ import numpy as np
 from .. import kinematics, spatial
 from ..model.description import Robot
 
-__all__ = ["quintic", "JointTrajectory", "joint_trajectory", "cartesian_line", "TrajectoryError"]
+__all__ = ["quintic", "JointTrajectory", "joint_trajectory", "cartesian_line", "TrajectoryError", "QuinticBaseMotion"]
 
 
 class TrajectoryError(ValueError):
@@ -34,6 +34,39 @@ def quintic(x: np.ndarray | float):
     ds = 30 * x * x * (1 - x) ** 2
     dds = 60 * x * (1 - x) * (1 - 2 * x)
     return s, ds, dds
+
+
+class QuinticBaseMotion:
+    """A base motion for :meth:`graspsim.Simulator.set_base_motion`: the pose ``X0`` (4, 4) moved by
+    ``displacement`` (3,) m, W, along a quintic time scaling over ``[t0, t0 + duration]`` s, its
+    rotation kept; the twist is the translation's rate (zero outside that interval).
+
+    The compiled loop of ``Simulator.rollout`` evaluates it itself, from ``quintic_translation``
+    (the same floating-point operations: the same steps as :meth:`Simulator.step` bit for bit).
+    """
+
+    def __init__(self, X0: np.ndarray, displacement, t0: float, duration: float):
+        X0 = spatial.check_rigid(X0, "base motion: X0")
+        d = np.array(displacement, float).reshape(3)
+        if not (np.all(np.isfinite(d)) and math.isfinite(t0) and math.isfinite(duration) and duration > 0):
+            raise ValueError(f"base motion: displacement (3 finite numbers, m), t0 (s) and duration (> 0 s) "
+                             f"must be finite, got {displacement!r}, {t0!r}, {duration!r}")
+        X0.setflags(write=False)
+        d.setflags(write=False)
+        self.quintic_translation = (X0, d, float(t0), float(duration))
+        self._axes = [(i, float(d[i])) for i in range(3) if d[i] != 0.0]
+
+    def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(X_WB (4, 4), twist (6,) [linear; angular], W) at time ``t`` (s)."""
+        X0, _, t0, dur = self.quintic_translation
+        s, ds, _ = quintic((t - t0) / dur)
+        X = X0.copy()
+        tw = np.zeros(6)
+        inside = t0 <= t <= t0 + dur
+        for i, di in self._axes:        # (an axis it does not move along is left as it is, -0.0 too)
+            X[i, 3] += di * s
+            tw[i] = di * ds / dur if inside else 0.0
+        return X, tw
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ path is the reference.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._jit import njit
@@ -38,7 +40,7 @@ DEEP = 5         # an overlap deeper than the tolerance at the trial pose
 def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
             c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, joint_q,
             cand, lo, hi, tol,
-            vel, bX, pairs, blo, bhi, radius, thr, cpairs,
+            vel, bX, pairs, blo, bhi, radius, thr, cpairs, kb, Xa, kvel,
             rigid_tol, shape_body, X_LS, plain_frames,
             bstart, bcount, P, svalid, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl,
             max_points, region_cos, pen_tol):
@@ -47,7 +49,8 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
     buffer that gets the dynamic bodies' velocities ``v`` at rows ``table_index``), of
     ``shape_frames`` (``plain_frames``: shape frames are body frames, the poses serve as they
     are), of ``contacts_kernel`` (``cpairs`` the pairs it searches: ``pairs`` but those of two
-    bodies that cannot touch anew while objects sleep) and of ``limit_regions_in_place`` (``max_points`` 0: no limit),
+    bodies that cannot touch anew while objects sleep; the moving bases ``kb`` start the screened
+    move at their poses at t ``Xa`` (m, 4, 4) and travel at ``kvel`` (m, 6)) and of ``limit_regions_in_place`` (``max_points`` 0: no limit),
     and the deepest separation allowed (m, > 0).
 
     Returns (code, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab (4, k), v (6, k, 3), s (k,)): the
@@ -65,10 +68,20 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
     for i in range(table_index.shape[0]):
         for j in range(6):
             vel[table_index[i], j] = v[i, j]
+    # moving bases (Simulator._first_impact_fraction): from their pose at t at a constant velocity
+    for i in range(kb.shape[0]):
+        for r in range(4):
+            for cc in range(4):
+                X0[kb[i], r, cc] = Xa[i, r, cc]
+        for j in range(6):
+            vel[kb[i], j] = kvel[i, j]
     n = pairs.shape[0]
     T = np.empty(n)
     lb = np.empty(n)
     fail = call_native(e_screen, "screen_pairs", (X0, bX, pairs, blo, bhi, vel, radius, h, thr, T, lb))
+    for i in range(kb.shape[0]):
+        for j in range(6):
+            vel[kb[i], j] = 0.0
     if fail.shape[0]:
         return SCREEN, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
     bad, Xs = call_native(e_frames, "shape_frames", (X, rigid_tol, shape_body, X_LS))
@@ -95,6 +108,57 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
     return OK, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab, vv, s
 
 
+@njit(cache=True)
+def place_bases(t, h, X_static, kb, kX0, kd, kt0, kdur, kcom, V, Xa, kvel):
+    """Moving bases at time ``t`` (``Simulator._kinematic_velocities`` for QuinticBaseMotion's, the
+    same floating-point operations): their poses at the step's start into ``Xa``, their poses at ``t``
+    into ``X_static``, their velocities [v_com; w] into their rows of ``V`` and the velocities the
+    impact screen moves them at over the step (``Simulator._first_impact_fraction``) into ``kvel``.
+    False (nothing placed) when a base's rotation is not the motion's (the Python path interpolates
+    it)."""
+    for i in range(kb.shape[0]):
+        for r in range(3):
+            for cc in range(3):
+                if kX0[i, r, cc] != X_static[kb[i], r, cc]:
+                    return False
+    for i in range(kb.shape[0]):
+        b = kb[i]
+        for r in range(4):
+            for cc in range(4):
+                Xa[i, r, cc] = X_static[b, r, cc]
+        # control/trajectory.py quintic (math.pow: the C pow of Python's float ** int)
+        x = min(1.0, max(0.0, (t - kt0[i]) / kdur[i]))
+        s = math.pow(x, 3.0) * (10 - 15 * x + 6 * x * x)
+        ds = 30 * x * x * math.pow(1 - x, 2.0)
+        inside = kt0[i] <= t and t <= kt0[i] + kdur[i]
+        for r in range(4):
+            for cc in range(4):
+                X_static[b, r, cc] = kX0[i, r, cc]
+        lin = np.zeros(3)
+        for j in range(3):
+            if kd[i, j] != 0.0:
+                X_static[b, j, 3] = kX0[i, j, 3] + kd[i, j] * s
+                lin[j] = kd[i, j] * ds / kdur[i] if inside else 0.0
+        # the com offset in W (simulator._rotate: left-to-right sums), v_com = v + w x com, w = 0
+        com = np.empty(3)
+        for j in range(3):
+            com[j] = kX0[i, j, 0] * kcom[i, 0] + kX0[i, j, 1] * kcom[i, 1] + kX0[i, j, 2] * kcom[i, 2]
+        w0 = 0.0
+        w1 = 0.0
+        w2 = 0.0
+        V[b, 0] = lin[0] + (w1 * com[2] - w2 * com[1])
+        V[b, 1] = lin[1] + (w2 * com[0] - w0 * com[2])
+        V[b, 2] = lin[2] + (w0 * com[1] - w1 * com[0])
+        V[b, 3] = w0
+        V[b, 4] = w1
+        V[b, 5] = w2
+        # the screened move: the com from its place at t to its place at t + h (the same rotation)
+        for j in range(3):
+            kvel[i, j] = ((com[j] + X_static[b, j, 3]) - (com[j] + Xa[i, j, 3])) / h
+            kvel[i, 3 + j] = 0.0 / h
+    return True
+
+
 #: return codes of :func:`rollout_steps`
 DONE = 0         # every step taken
 PYTHON = 1       # the next step needs the Python path (the state is the one before it)
@@ -102,7 +166,7 @@ PYTHON = 1       # the next step needs the Python path (the state is the one bef
 
 @njit(cache=True)
 def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, ASM, ISL, SOLV, FIN, RST, BRK,
-                  ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest,
+                  KIN, ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest,
                   bodies_rest, rec_t, rec_c, rec_q, rec_v, rec_jq, rec_h, rec_k):
     """Up to ``n`` steps of ``Simulator.step``'s common path in one call, each computed and committed
     as the Python path does (see ``graspsim.dynamics.rollout``).  Before a step that needs anything
@@ -130,6 +194,11 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
     (group, is_object, h_rest, lin_limit, ang_length, after, bodies_pose) = FIN
     (sleep, sleep_speed, root3, impulse_rtol) = RST
     (hd, hprox, hdist, hrho, hoff0, hoff1, fd, fprox, ftorque, fhard) = BRK
+    # moving bases (QuinticBaseMotion): table rows, X0, displacement, t0, duration, com in the body
+    # frame; buffers of their velocities (N, 6), poses at t and screened velocities
+    (kb, kX0, kdisp, kt0, kdur, kcom, Vk, Xa, kvel) = KIN
+    driven = kb.shape[0] > 0
+    placed = False
     code = DONE
     done = 0
     # the last taken step's report
@@ -171,9 +240,14 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         if not ok:
             code = PYTHON
             break
+        if driven:
+            if not place_bases(t + h, h, X_static, kb, kX0, kdisp, kt0, kdur, kcom, Vk, Xa, kvel):
+                code = PYTHON        # a base that turns (a rotation to interpolate): step()
+                break
+            placed = True
         r = collide(e_move, e_screen, e_frames, e_contacts, e_limit, c, q, v, h, X_static, table_index, com_L,
                     parent, child, X_PJ, X_CJ, axis, perp, kind, jq, cand, lo, hi, tol, vel, bX, pairs, blo, bhi,
-                    radius, thr, cpairs, rigid_tol, shape_body, X_LS, plain, bstart, bcount, P, svalid, cos_tol,
+                    radius, thr, cpairs, kb, Xa, kvel, rigid_tol, shape_body, X_LS, plain, bstart, bcount, P, svalid, cos_tol,
                     region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos, pen_tol)
         if r[0] != OK:
             code = PYTHON
@@ -197,7 +271,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         a1 = (X, com_L_all, slot, mass, gravity, ext, v, jq1, kind, parent, child, axis, o, o_c, R, R_c)
         a2 = (ax, pp_, rj, rt, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef, c_kappa, c_dof)
         a3 = (c_lock, c_hard, lock, kp_d, kd_d, visc_idx, visc, cand, lo, hi, tol, True, A, effort_max)
-        a4 = (ca, cb, cpoint, cnormal, ct1, ct2, csep, MS, MK, mat, ma, mb, False, no_V)
+        a4 = (ca, cb, cpoint, cnormal, ct1, ct2, csep, MS, MK, mat, ma, mb, driven, Vk if driven else no_V)
         a5 = (h, hc, gamma, threshold, u, static_speed, lock_gain)
         rows_b, jac, rhs, rcomp, sizes, hard_err, mu, kw, ne = call_native(e_asm, "assemble",
                                                                            a1 + a2 + a3 + a4 + a5)
@@ -249,7 +323,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         # the world's rest count (Simulator._rest; sleep.resting, sleep.steady)
         ok_rest = False
         if sleep and not leave:
-            ok_rest = root3 * max(lin, ang_length * ang) < sleep_speed
+            ok_rest = not driven and root3 * max(lin, ang_length * ang) < sleep_speed
             if ok_rest:
                 ok_rest = has_rest and rest_A.shape == A.shape and rest_imp.shape == impulses.shape
             if ok_rest:
@@ -274,6 +348,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
             code = PYTHON
             break
         # commit (Simulator._commit, _rest_objects, _rest)
+        placed = False
         t = t + h
         c, q, v, jq = c2, q2, v_new, jq1
         steps += 1
@@ -308,5 +383,10 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         for i in range(jq.shape[0]):
             rec_jq[done, i] = jq[i]
         done += 1
+    if placed:              # the step left to step(): the bases back where they were at t
+        for i in range(kb.shape[0]):
+            for r in range(4):
+                for cc in range(4):
+                    X_static[kb[i], r, cc] = Xa[i, r, cc]
     return (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
             has_rest, bodies_rest, k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last)

@@ -56,7 +56,8 @@ def eligible(sim, controller) -> bool:
     d = sim._data
     # (sleeping objects: the loop wakes none; their parameters changed, step() does)
     return (isinstance(controller, CompiledPD) and not sim.profile and d.asleep is None
-            and (not sim._bodies_asleep or d.bodies_key == sim._sleep_key()) and not sim._kinematic and not sim.restitution and sim._lemke is None
+            and (not sim._bodies_asleep or d.bodies_key == sim._sleep_key())
+            and all(getattr(m, "quintic_translation", None) is not None for m in sim._kinematic.values()) and not sim.restitution and sim._lemke is None
             and sim._collisions_on and len(sim.table.collision_pairs) > 0)
 
 
@@ -106,6 +107,14 @@ class CompiledLoop:
         free = st.brk_free
         ints = lambda xs: np.array(xs, np.int64)        # noqa: E731
         flts = lambda xs: np.array(xs, float)           # noqa: E731
+        # moving bases the loop evaluates itself (control.trajectory.QuinticBaseMotion)
+        kin = list(sim._kinematic.items())
+        paths = [m.quintic_translation for _, m in kin]
+        kb = ints([b for b, _ in kin])
+        self.KIN = (kb, np.array([p[0] for p in paths], float).reshape(len(kin), 4, 4),
+                    np.array([p[1] for p in paths], float).reshape(len(kin), 3), flts([p[2] for p in paths]),
+                    flts([p[3] for p in paths]), np.ascontiguousarray(sim._com_L_all[kb]).reshape(len(kin), 3),
+                    np.zeros((len(sim.table), 6)), np.zeros((len(kin), 4, 4)), np.zeros((len(kin), 6)))
         self.BRK = (ints([x[0] for x in held]), ints([x[1] for x in held]), ints([x[2] for x in held]),
                     flts([x[3] for x in held]), flts([x[4] for x in held]), flts([x[5] for x in held]),
                     ints([x[0] for x in free]), ints([x[1] for x in free]), flts([x[2] for x in free]),
@@ -120,7 +129,7 @@ class CompiledLoop:
         controller's arrays)."""
         sim, ctl = self.sim, self.ctl
         return (sim._sleep_key(), sim.sleep_after, sim.warm_start_entries, id(ctl.kp), id(ctl.kd), id(ctl.effort),
-                id(ctl._refs), id(sim.gravity))
+                id(ctl._refs), id(sim.gravity), tuple((b, id(m)) for b, m in sim._kinematic.items()))
 
     def __getstate__(self) -> dict:
         st = self.__dict__.copy()
@@ -201,7 +210,7 @@ class CompiledLoop:
         bodies_rest = d.bodies_rest
         rt, rc, rq, rv, rj, rh, rk, rb = (r[at:] for r in rec)
         args = (self.E, n, float(s.time), self.h, s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps), self.TM, self.SC,
-                self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, d.ext,
+                self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, self.KIN, d.ext,
                 *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq, rv,
                 rj, rh, rk)
         if not self.ready:
@@ -213,9 +222,12 @@ class CompiledLoop:
                 return 0
         ext0 = d.ext.copy()
         table0 = tuple(a.copy() for a in d.table())
+        kb = self.KIN[0]
+        bases0 = d.X_static[kb]
         try:
             out = SK.rollout_steps(*args)
         except ZeroDivisionError:      # a blow-up inside: the steps again through step(), which names it
+            d.X_static[kb] = bases0
             d.ext[:] = ext0
             d.set_table(*table0[:5])
             d.meta[:] = table0[5]

@@ -106,6 +106,14 @@ _LATER = object()
 _ZERO3 = np.zeros(3)
 
 
+def _rotate(R: np.ndarray, x: np.ndarray) -> list:
+    """R (3, 3) times x (3,) as three Python floats, each summed left to right (no fused
+    multiply-adds: the compiled loop of rollout computes the same bits, numpy's matmul may not)."""
+    (a, b, c), (d, e, f), (g, h, i) = R.tolist()
+    x0, x1, x2 = x.tolist()
+    return [a * x0 + b * x1 + c * x2, d * x0 + e * x1 + f * x2, g * x0 + h * x1 + i * x2]
+
+
 def _plain_motion(out) -> tuple:
     """A base motion's return value ``(X_WB, twist)`` when it is plain: a C-contiguous float (4, 4)
     rigid transform and a float (6,) array of finite numbers, as (a copy of X, the twist as floats);
@@ -618,11 +626,10 @@ class Simulator:
                     raise ValueError(f"{what}: must return (X_WB (4, 4), twist (6,)), got {type(out).__name__}")
                 X = spatial.check_rigid(out[0], f"{what}: pose")
                 tw = vector(f"{what}: twist", out[1], 6).tolist()
-            com = X[:3, :3] @ self._com_L_all[b]
             # v_com = v + w x com on Python floats (the same IEEE products and differences as
             # rows.cross, without its array temporaries: this runs every step of a moving base)
             v0, v1, v2, w0, w1, w2 = tw
-            c0, c1, c2 = com.tolist()
+            c0, c1, c2 = _rotate(X[:3, :3], self._com_L_all[b])
             V[b] = (v0 + (w1 * c2 - w2 * c1), v1 + (w2 * c0 - w0 * c2), v2 + (w0 * c1 - w1 * c0), w0, w1, w2)
             placed.append((b, X))
         for b, X in placed:      # only once every motion checked out
@@ -1337,8 +1344,8 @@ class Simulator:
             Ra = Xa[:3, :3]
             # (a base lifted straight up keeps its rotation: no logarithm to take, and one product)
             same = bool((Ra == Xb[:3, :3]).all())
-            Rc = Ra @ cL
-            ca, cb = Rc + Xa[:3, 3], (Rc if same else Xb[:3, :3] @ cL) + Xb[:3, 3]
+            Rc = np.array(_rotate(Ra, cL))
+            ca, cb = Rc + Xa[:3, 3], (Rc if same else np.array(_rotate(Xb[:3, :3], cL))) + Xb[:3, 3]
             w = _ZERO3 if same else spatial.rotation_log(Xb[:3, :3] @ Ra.T)
             vel[b, :3], vel[b, 3:] = (cb - ca) / h, w / h
             X0[b] = Xa
