@@ -73,7 +73,7 @@ HELPER_GROUPS = ("simplify", "island", "hull", "intersect")
 DEPENDS = {"intersect": ("collision",),
            # the rollout loop reaches these groups' kernels by address: its compile types them (and
            # compiles any of them not in the cache yet)
-           "step": ("collision", "simplify", "rows", "island")}
+           "step": ("collision", "simplify", "rows", "island", "intersect")}
 ENV = "GRASPSIM_WARMUP"                 # "0": no helper; or the groups it compiles, comma-separated
 MANIFEST_ENV = "GRASPSIM_KERNEL_MANIFEST"
 LOCK_WAIT = 600.0                       # s, longest wait for another process's compile of a group

@@ -37,10 +37,128 @@ DEEP = 5         # an overlap deeper than the tolerance at the trial pose
 
 
 @njit(cache=True)
+def _penetrating(e_meet, e_overlap, Xs, pairs, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol):
+    """``CollisionModel.penetrating`` at shape poses ``Xs`` for body ``pairs`` (m, 2): (ok, hit (m,)),
+    ok False where it would do more than the compiled queries (grow a buffer, test a nested pair
+    or ask FCL about a cylinder)."""
+    hit = np.zeros(pairs.shape[0], np.bool_)
+    k = call_native(e_meet, "meeting_pairs", (Xs, pairs, bstart, bcount, P, svalid, MP))
+    if k > MP.shape[0]:
+        return False, hit
+    pair1 = np.empty((1, 2), np.int64)
+    t1 = np.empty(1)
+    for r in range(k):
+        p = MP[r, 0]
+        if hit[p]:
+            continue                    # (rows come pair by pair: this pair is decided)
+        if MP[r, 3] != 1:               # NESTED or a cylinder (_intersect_kernel.MEET is 1)
+            return False, hit
+        pair1[0, 0] = MP[r, 1]
+        pair1[0, 1] = MP[r, 2]
+        t1[0] = thr
+        _, first = call_native(e_overlap, "overlap_status", (Xs, Xs, pair1, t1, P, np.inf, thr, C, C2, cyl))
+        sep = first[0]
+        if sep != sep:
+            return False, hit
+        if sep == np.inf or sep < -pen_tol:
+            hit[p] = True
+    return True, hit
+
+
+@njit(cache=True)
+def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bstart, bcount, P, svalid, MP, C, C2,
+                     cyl, thr, pen_tol, max_thr):
+    """Does ``impact._check_fast_pairs`` return 1.0 (the whole move) for the pairs ``fail`` (indices
+    into ``pairs``, those the screen left; ``T`` every pair's travel bound, m) by its compiled
+    queries alone?  X0s, X1s: shape poses at the start and the end of the move.  False when it
+    would cut the move or need FCL (then the Python path decides)."""
+    m = fail.shape[0]
+    fp = np.empty((m, 2), np.int64)
+    Tf = np.empty(m)
+    thick = np.empty(m)
+    for i in range(m):
+        fp[i, 0] = pairs[fail[i], 0]
+        fp[i, 1] = pairs[fail[i], 1]
+        Tf[i] = T[fail[i]]
+        thick[i] = min(thickness[fp[i, 0]], thickness[fp[i, 1]])
+    # thin pairs of one-shape bodies: the exact contact kernel within the travel (overlap_status)
+    status = np.full(m, 3, np.int64)
+    n1 = 0
+    for i in range(m):
+        if Tf[i] < thick[i] and bcount[fp[i, 0]] == 1 and bcount[fp[i, 1]] == 1:
+            n1 += 1
+    if n1:
+        sp = np.empty((n1, 2), np.int64)
+        T1 = np.empty(n1)
+        j = 0
+        for i in range(m):
+            if Tf[i] < thick[i] and bcount[fp[i, 0]] == 1 and bcount[fp[i, 1]] == 1:
+                sp[j, 0] = bstart[fp[i, 0]]
+                sp[j, 1] = bstart[fp[i, 1]]
+                T1[j] = Tf[i]
+                j += 1
+        st1, _ = call_native(e_overlap, "overlap_status", (X0s, X1s, sp, T1, P, pen_tol, max_thr, C, C2, cyl))
+        j = 0
+        for i in range(m):
+            if Tf[i] < thick[i] and bcount[fp[i, 0]] == 1 and bcount[fp[i, 1]] == 1:
+                status[i] = st1[j]
+                j += 1
+    ended = np.zeros(m, np.bool_)
+    n_ask = 0
+    for i in range(m):
+        if status[i] == 1:
+            return False                # a new overlap: localised by bisection
+        if status[i] == 2:
+            ended[i] = True
+        if status[i] == 3:
+            n_ask += 1
+    if n_ask:                           # undecided: interpenetrating at the end, and new?
+        ask = np.empty((n_ask, 2), np.int64)
+        where = np.empty(n_ask, np.int64)
+        j = 0
+        for i in range(m):
+            if status[i] == 3:
+                ask[j, 0] = fp[i, 0]
+                ask[j, 1] = fp[i, 1]
+                where[j] = i
+                j += 1
+        ok, end = _penetrating(e_meet, e_overlap, X1s, ask, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
+        if not ok:
+            return False
+        n_end = 0
+        for j in range(n_ask):
+            if end[j]:
+                n_end += 1
+        if n_end:
+            ep = np.empty((n_end, 2), np.int64)
+            ew = np.empty(n_end, np.int64)
+            e = 0
+            for j in range(n_ask):
+                if end[j]:
+                    ep[e, 0] = ask[j, 0]
+                    ep[e, 1] = ask[j, 1]
+                    ew[e] = where[j]
+                    e += 1
+            ok, before = _penetrating(e_meet, e_overlap, X0s, ep, bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
+                                      pen_tol)
+            if not ok:
+                return False
+            for e in range(n_end):
+                if not before[e]:
+                    return False        # a new overlap (FCL semantics): localised by bisection
+                ended[ew[e]] = True
+    # ended apart with a travel beyond the thinner body: FCL's exact separation decides
+    for i in range(m):
+        if not ended[i] and 0.0 < thick[i] and thick[i] <= Tf[i]:
+            return False
+    return True
+
+
+@njit(cache=True)
 def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
             c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, joint_q,
             cand, lo, hi, tol,
-            vel, bX, pairs, blo, bhi, radius, thr, cpairs, kb, Xa, kvel,
+            vel, bX, pairs, blo, bhi, radius, thr, cpairs, kb, Xa, kvel, e_meet, e_overlap, thickness, MP, max_thr,
             rigid_tol, shape_body, X_LS, plain_frames,
             bstart, bcount, P, svalid, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl,
             max_points, region_cos, pen_tol):
@@ -82,13 +200,19 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
     for i in range(kb.shape[0]):
         for j in range(6):
             vel[kb[i], j] = 0.0
-    if fail.shape[0]:
-        return SCREEN, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
     bad, Xs = call_native(e_frames, "shape_frames", (X, rigid_tol, shape_body, X_LS))
     if bad >= 0:
         return BAD_POSE, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
     if plain_frames:
         Xs = X
+    if fail.shape[0]:
+        # the pairs the screen left: the impact search's compiled checks (first_impact), else step()
+        bad0, X0s = call_native(e_frames, "shape_frames", (X0, rigid_tol, shape_body, X_LS))
+        if plain_frames:
+            X0s = X0
+        if bad0 >= 0 or not fast_pairs_clear(e_meet, e_overlap, X0s, Xs, pairs, fail, T, thickness, bstart, bcount,
+                                             P, svalid, MP, C, C2, cyl, thr, pen_tol, max_thr):
+            return SCREEN, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
     k, worst = call_native(e_contacts, "contacts_kernel", (Xs, cpairs, bstart, bcount, P, svalid, thr, cos_tol,
                                                             region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl))
     if worst > C.shape[0] or k > O_s.shape[0]:
@@ -162,6 +286,12 @@ def place_bases(t, h, X_static, kb, kX0, kd, kt0, kdur, kcom, V, Xa, kvel):
 #: return codes of :func:`rollout_steps`
 DONE = 0         # every step taken
 PYTHON = 1       # the next step needs the Python path (the state is the one before it)
+#: why (the last value returned): a check of the state, a sleeping object moved in place, the
+#: command's check, a base that turns, collide's code (+ W_COLLIDE), a friction coefficient that is not
+#: a number, a sleeping object touched, an LCP the solver did not solve, the warm-start table full, a
+#: non-finite result, an object at rest long enough to sleep, a clutch, the world falling asleep
+(W_STATE, W_MOVED, W_COMMAND, W_TURN, W_COLLIDE, W_MU, W_TOUCHED, W_SOLVER, W_TABLE, W_FINITE, W_RESTED, W_CLUTCH,
+ W_ASLEEP) = (1, 2, 3, 4, 10, 20, 21, 22, 23, 24, 25, 26, 27)
 
 
 @njit(cache=True)
@@ -177,11 +307,12 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
     Each taken step is recorded at its row of ``rec_*``: time, coms, orientations, velocities, joint
     values, step length and contact count.
     Returns (code, steps taken, t, c, q, v, jq, steps, table arrays, cwarm arrays and whether they
-    hold contacts, rest counters, bodies_rest, and the last taken step's contacts, impulses, LCP
-    sizes, pivots and island count)."""
-    (e_move, e_screen, e_frames, e_contacts, e_limit, e_pd, e_asm, e_isl, e_mass, e_solve, e_finish, e_finite) = E
+    hold contacts, rest counters, bodies_rest, the last taken step's contacts, impulses, LCP sizes,
+    pivots and island count, and why it stopped: a ``W_*`` code, 0 when every step was taken)."""
+    (e_move, e_screen, e_frames, e_contacts, e_limit, e_pd, e_asm, e_isl, e_mass, e_solve, e_finish, e_finite, e_meet,
+     e_overlap) = E
     (X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, cand, lo, hi, tol) = TM
-    (vel, bX, pairs, blo, bhi, radius, thr, cpairs) = SC
+    (vel, bX, pairs, blo, bhi, radius, thr, cpairs, thickness, MP, max_thr) = SC
     (rigid_tol, shape_body, X_LS, plain) = FR
     (bstart, bcount, P, svalid, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos,
      pen_tol) = CKA
@@ -200,6 +331,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
     driven = kb.shape[0] > 0
     placed = False
     code = DONE
+    why = 0
     done = 0
     # the last taken step's report
     k_last = 0
@@ -218,6 +350,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         if not (t + h > t and call_native(e_finite, "all_finite", (c, q, v))
                 and call_native(e_finite, "all_finite", (jq2, lock.reshape((1, lock.shape[0])), jq2))):
             code = PYTHON
+            why = W_STATE
             break
         # sleeping objects moved or set moving in place: step() wakes them (_check_sleeping_bodies)
         moved = False
@@ -234,23 +367,27 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
                         moved = True
         if moved:
             code = PYTHON
+            why = W_MOVED
             break
         A, ok = call_native(e_pd, "pd_command", (t, h, kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off,
                                                   ps_t, ps_q))
         if not ok:
             code = PYTHON
+            why = W_COMMAND
             break
         if driven:
             if not place_bases(t + h, h, X_static, kb, kX0, kdisp, kt0, kdur, kcom, Vk, Xa, kvel):
                 code = PYTHON        # a base that turns (a rotation to interpolate): step()
+                why = W_TURN
                 break
             placed = True
         r = collide(e_move, e_screen, e_frames, e_contacts, e_limit, c, q, v, h, X_static, table_index, com_L,
                     parent, child, X_PJ, X_CJ, axis, perp, kind, jq, cand, lo, hi, tol, vel, bX, pairs, blo, bhi,
-                    radius, thr, cpairs, kb, Xa, kvel, rigid_tol, shape_body, X_LS, plain, bstart, bcount, P, svalid, cos_tol,
+                    radius, thr, cpairs, kb, Xa, kvel, e_meet, e_overlap, thickness, MP, max_thr, rigid_tol, shape_body, X_LS, plain, bstart, bcount, P, svalid, cos_tol,
                     region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos, pen_tol)
         if r[0] != OK:
             code = PYTHON
+            why = W_COLLIDE + r[0]
             break
         _, c1, q1, X, o, o_c, R, R_c, ax, pp_, jq1, k, ab, vv, sep = r
         # the contact arrays and materials (Simulator._contact_arrays, _material_lookup)
@@ -281,6 +418,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
                 bad_mu = True
         if bad_mu:
             code = PYTHON
+            why = W_MU
             break
         sa = np.empty(k, np.int64)
         sb = np.empty(k, np.int64)
@@ -294,6 +432,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
                 touched = True
         if touched:
             code = PYTHON
+            why = W_TOUCHED
             break
         labels, n_isl = call_native(e_isl, "islands", (comp, ncomp, sa, sb))
         _m, Minv, aM = call_native(e_mass, "mass_terms", (mass, inertia_L, q1, v, kw, h))
@@ -313,13 +452,18 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
             e_finish, "finish", (c1, q1, dx, v_new, bodies_rest, group, is_object, h_rest, lin_limit, ang_length,
                                  after))
         leave = status != 0 or meta[0] > entries_max or not finite or (sleep and rested)
+        if leave:
+            why = W_SOLVER if status != 0 else W_TABLE if meta[0] > entries_max else W_FINITE if not finite \
+                else W_RESTED
         # breakaway (Simulator._update_breakaway): a clutch that would give way or re-couple
         for i in range(hd.shape[0]):
             if A[1, hd[i]] < 0 and jq1[hdist[i]] <= hrho[i] * jq1[hprox[i]] + hoff1[i] - hrho[i] * hoff0[i]:
                 leave = True
+                why = W_CLUTCH
         for i in range(fd.shape[0]):
             if abs(hard_impulse[ne + fhard[i]]) / h > ftorque[i]:
                 leave = True
+                why = W_CLUTCH
         # the world's rest count (Simulator._rest; sleep.resting, sleep.steady)
         ok_rest = False
         if sleep and not leave:
@@ -341,6 +485,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
                 ok_rest = dif <= impulse_rtol * big + 1e-15
             if ok_rest and rest_t + h >= after:
                 leave = True             # the world falls asleep: the Python path
+                why = W_ASLEEP
         if leave:
             keys, used, ta, tb, store = keys0, used0, ta0, tb0, store0
             for i in range(meta.shape[0]):
@@ -389,4 +534,4 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
                 for cc in range(4):
                     X_static[kb[i], r, cc] = Xa[i, r, cc]
     return (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
-            has_rest, bodies_rest, k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last)
+            has_rest, bodies_rest, k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last, why)

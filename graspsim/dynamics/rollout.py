@@ -11,15 +11,18 @@ states are those of the same number of ``step`` calls, bit for bit (``tests/test
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 from numba import typeof
 
 from .._native import available, native_entry_types, register, return_type
 from ..collision import _impact_kernel as IMP
 from ..collision import _simplify_kernel as SIMP
+from ..collision import _intersect_kernel as IX
 from ..collision import kernels as CK
 from ..collision.impact import body_boxes
-from ..collision.model import _contact_set
+from ..collision.model import MAX_THRESHOLD, _contact_set
 from ..spatial import RIGID_TOL
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
@@ -30,12 +33,12 @@ _KERNELS = {"trial_move": RK.trial_move, "screen_pairs": IMP.screen_pairs, "shap
             "contacts_kernel": CK.contacts_kernel, "limit_regions_in_place": SIMP.limit_regions_in_place,
             "pd_command": RK.pd_command, "assemble": RK.assemble, "islands": RK.islands,
             "mass_terms": RK.mass_terms, "solve_islands": IK.solve_islands, "finish": RK.finish,
-            "all_finite": RK.all_finite}
+            "all_finite": RK.all_finite, "meeting_pairs": IX.meeting_pairs, "overlap_status": IMP.overlap_status}
 for _n, _k in _KERNELS.items():
     register(_n, _k)
 
 _NAMES = ("trial_move", "screen_pairs", "shape_frames", "contacts_kernel", "limit_regions_in_place", "pd_command",
-          "assemble", "islands", "mass_terms", "solve_islands", "finish", "all_finite")
+          "assemble", "islands", "mass_terms", "solve_islands", "finish", "all_finite", "meeting_pairs", "overlap_status")
 #: the kernels' addresses in this process by their argument types (the loop's, per simulator layout)
 _ADDRESSES: dict = {}
 #: steps this process's rollouts took through step(); with ``Simulator(compiled_loop=None)`` (the
@@ -43,6 +46,17 @@ _ADDRESSES: dict = {}
 #: against ~0.1-0.25 ms saved per step), and used at once when compiled or in numba's cache already
 STEPPED = [0]
 LOOP_AFTER = 20_000
+#: why this process's loops stopped before their last step (``_step_kernel.W_*`` codes; 0: not
+#: stopped) -- for benchmarks: ``reasons()``
+LEFT: Counter = Counter()
+
+
+def reasons() -> dict:
+    """This process's loop stops by reason name (see ``_step_kernel``'s ``W_*`` codes)."""
+    names = {getattr(SK, n): n[2:].lower() for n in dir(SK) if n.startswith("W_") and n != "W_COLLIDE"}
+    for n in ("CROSSED", "SCREEN", "BAD_POSE", "OVERFLOW", "DEEP"):
+        names[SK.W_COLLIDE + getattr(SK, n)] = n.lower()
+    return {names.get(k, str(k)): v for k, v in LEFT.items() if k}
 
 _F = typeof(0.0)
 _I = typeof(0)
@@ -82,7 +96,9 @@ class CompiledLoop:
                    js.X_CJ, js.axis, js.perp, js.kind, st.limit_cand, st.lim_lo, st.lim_hi, st.lim_tol)
         # the contact search's pairs: while objects sleep, those that can touch anew (as step())
         cpairs = sim._active_pairs() if sim._bodies_asleep else model.pairs
-        self.SC = (sim._vel_buf, bX, model.pairs, blo, bhi, sim._body_radius[0], float(model.threshold), cpairs)
+        # (then what the impact search's compiled checks of the pairs the screen leaves take)
+        self.SC = (sim._vel_buf, bX, model.pairs, blo, bhi, sim._body_radius[0], float(model.threshold), cpairs,
+                   sim._body_radius[1], model.data.MP, float(MAX_THRESHOLD))
         self.group = sim._data.bodies_group.copy()
         self.FR = (float(RIGID_TOL), body, X_LS, plain)
         d = model.data
@@ -141,7 +157,8 @@ class CompiledLoop:
         sim = self.sim
         d = self.model.data
         return (self.E is not None and self._key() == self.key and np.array_equal(sim.state.broken, self.broken)
-                and self.CKA[6] is d.C and self.CKA[10] is d.O_ab and self.TM[0] is sim._data.X_static
+                and self.CKA[6] is d.C and self.CKA[10] is d.O_ab and self.SC[9] is d.MP
+                and self.TM[0] is sim._data.X_static
                 and self.FIN[0] is sim._data.bodies_group and self.FIN[6] is sim._data.bodies_pose
                 and np.array_equal(self.group, sim._data.bodies_group))
 
@@ -187,6 +204,9 @@ class CompiledLoop:
         FIN = ty(self.FIN)
         sig["finish"] = (c1, q1, rs[7], rs[4], typeof(np.zeros(0)), FIN[0], FIN[1], _F, _F, _F, _F)   # (FIN[6]: the loop's)
         sig["all_finite"] = (c, q, v)
+        Xs = return_type("shape_frames", sig["shape_frames"]).types[1]
+        sig["meeting_pairs"] = (Xs, SC[2], CKA[0], CKA[1], CKA[2], CKA[3], SC[9])
+        sig["overlap_status"] = (Xs, Xs, SC[2], T, CKA[2], _F, _F, CKA[6], CKA[7], CKA[13])
         key = tuple(sig[n] for n in _NAMES)
         got = _ADDRESSES.get(key)
         if got is None:
@@ -233,7 +253,8 @@ class CompiledLoop:
             d.meta[:] = table0[5]
             return 0
         (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
-         has_rest, bodies_rest, k, ab, vv, sep, imp, sizes, piv, nisl) = out
+         has_rest, bodies_rest, k, ab, vv, sep, imp, sizes, piv, nisl, why) = out
+        LEFT[why] += 1
         d.set_table(keys, used, ta, tb, store)
         if not done:
             return 0
