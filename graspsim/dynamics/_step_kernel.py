@@ -227,9 +227,63 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
         for i in range(1, k):
             if s[i] < m:
                 m = s[i]
-        if m < -pen_tol:
+        if m < -pen_tol and not deep_pairs_old(e_meet, e_overlap, X0, Xs, ab, s, rigid_tol, shape_body, X_LS,
+                                                plain_frames, e_frames, bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
+                                                pen_tol):
             return DEEP, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
     return OK, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab, vv, s
+
+
+@njit(cache=True)
+def deep_pairs_old(e_meet, e_overlap, X0, Xs, ab, sep, rigid_tol, shape_body, X_LS, plain_frames, e_frames, bstart,
+                   bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol):
+    """The contacts at the trial pose overlap deeper than ``pen_tol``: does ``first_impact`` keep
+    the whole move, every such pair interpenetrating already at the start (by the compiled
+    queries alone)?  False when a pair's overlap is new (localised by bisection) or the queries
+    need more (then the Python path decides)."""
+    k = sep.shape[0]
+    # the deep contacts' body pairs, each once (np.unique's set; its order does not matter here)
+    dp = np.empty((k, 2), np.int64)
+    nd = 0
+    for i in range(k):
+        if sep[i] < -pen_tol:
+            dup = False
+            for j in range(nd):
+                if dp[j, 0] == ab[0, i] and dp[j, 1] == ab[1, i]:
+                    dup = True
+            if not dup:
+                dp[nd, 0] = ab[0, i]
+                dp[nd, 1] = ab[1, i]
+                nd += 1
+    ok, end = _penetrating(e_meet, e_overlap, Xs, dp[:nd].copy(), bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
+                           pen_tol)
+    if not ok:
+        return False
+    ne = 0
+    for j in range(nd):
+        if end[j]:
+            ne += 1
+    if ne == 0:
+        return True
+    ep = np.empty((ne, 2), np.int64)
+    e = 0
+    for j in range(nd):
+        if end[j]:
+            ep[e, 0] = dp[j, 0]
+            ep[e, 1] = dp[j, 1]
+            e += 1
+    bad0, X0s = call_native(e_frames, "shape_frames", (X0, rigid_tol, shape_body, X_LS))
+    if plain_frames:
+        X0s = X0
+    if bad0 >= 0:
+        return False
+    ok, before = _penetrating(e_meet, e_overlap, X0s, ep, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
+    if not ok:
+        return False
+    for e in range(ne):
+        if not before[e]:
+            return False
+    return True
 
 
 @njit(cache=True)
