@@ -41,6 +41,20 @@ _NAMES = ("trial_move", "screen_pairs", "shape_frames", "contacts_kernel", "limi
           "assemble", "islands", "mass_terms", "solve_islands", "finish", "all_finite", "meeting_pairs", "overlap_status")
 #: the kernels' addresses in this process by their argument types (the loop's, per simulator layout)
 _ADDRESSES: dict = {}
+#: the same by the arguments' _type_key; whether rollout_steps is compiled for them
+_RESOLVED: dict = {}
+_AVAILABLE: dict = {}
+
+
+def _type_key(x):
+    """What numba's type of ``x`` depends on (nested tuples; arrays by dtype, dimensions, layout,
+    writeability and alignment; other values by Python type), at a fraction of typeof's cost."""
+    if type(x) is tuple:
+        return tuple(_type_key(y) for y in x)
+    if type(x) is np.ndarray:
+        f = x.flags
+        return (x.dtype.str, x.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+    return type(x)
 #: steps this process's rollouts took through step(); with ``Simulator(compiled_loop=None)`` (the
 #: default) the loop is compiled once they reach LOOP_AFTER (about 11 s of compile on a cold cache
 #: against ~0.1-0.25 ms saved per step), and used at once when compiled or in numba's cache already
@@ -163,7 +177,17 @@ class CompiledLoop:
                 and np.array_equal(self.group, sim._data.bodies_group))
 
     def _resolve(self) -> tuple:
-        """The kernels' addresses for the argument types the loop passes (compiled or loaded first)."""
+        """The kernels' addresses for the argument types the loop passes (compiled or loaded first),
+        by the arguments' layout (``_type_key``: numba's typeof of every array is ~50x slower)."""
+        sim, s, d = self.sim, self.sim.state, self.sim._data
+        key = _type_key((self.TM, self.SC, self.FR, self.CKA, self.PDA, self.ASM, self.FIN, s.c, s.q, s.v, s.joint_q,
+                         s.lock, sim._comp, d.ext, d.table(), sim._no_prev))
+        got = _RESOLVED.get(key)
+        if got is None:
+            got = _RESOLVED[key] = self._resolve_types()
+        return got
+
+    def _resolve_types(self) -> tuple:
         sim = self.sim
         s = sim.state
         ty = lambda xs: tuple(typeof(x) for x in xs)      # noqa: E731
@@ -236,7 +260,10 @@ class CompiledLoop:
         if not self.ready:
             # (compiling the loop costs ~11 s once: not for a short job on a cold cache)
             if self.cached is None:
-                self.cached = available(SK.rollout_steps, tuple(typeof(a) for a in args))
+                key = _type_key(args[1:])
+                self.cached = _AVAILABLE.get(key)
+                if not self.cached:
+                    self.cached = _AVAILABLE[key] = available(SK.rollout_steps, tuple(typeof(a) for a in args))
             self.ready = sim.compiled_loop is True or self.cached or STEPPED[0] >= LOOP_AFTER
             if not self.ready:
                 return 0
