@@ -56,7 +56,12 @@ def body_extents(table, pool) -> tuple[np.ndarray, np.ndarray]:
     of its thinnest direction (a body passing through it travels at least that far): exact for a
     convex primitive, a lower bound for a convex mesh (:func:`convex_thickness`), 0 for any other
     mesh (possibly thin walls) and for a body of several shapes, inf for a shapeless body.
-    ``pool`` is the collision model's per-shape geometry pool (``table.shape_list`` order)."""
+    ``pool`` is the collision model's per-shape geometry pool (``table.shape_list`` order).
+    Cached on the table (immutable, as the pool derived from it): a batch builds a simulator per
+    trial of one world, and a mesh's thickness test takes milliseconds."""
+    got = table.__dict__.get("_body_extents")
+    if got is not None:
+        return got
     n = len(table)
     r, t = np.zeros(n), np.full(n, np.inf)
     start, count = table.body_shape_start, table.body_shape_count
@@ -80,6 +85,7 @@ def body_extents(table, pool) -> tuple[np.ndarray, np.ndarray]:
                     BOX: 2 * half.min()}.get(k, 0.0)
             if k == MESH:
                 t[i] = convex_thickness(shape.vertices, shape.faces)
+    table.__dict__["_body_extents"] = (r, t)     # (writeable: the kernels are compiled for such arrays)
     return r, t
 
 
