@@ -1,7 +1,8 @@
 """Control: PD drives tracking smooth trajectories, Cartesian lines through IK, auto-grasp, lift test."""
 from .autograsp import StaticGraspResult, static_auto_grasp  # noqa: F401
 from .pd import PDController  # noqa: F401
-from .trajectory import JointTrajectory, TrajectoryError, cartesian_line, joint_trajectory, quintic  # noqa: F401
+from .trajectory import (JointTrajectory, QuinticBaseMotion, TrajectoryError, cartesian_line,  # noqa: F401
+                         joint_trajectory, quintic)
 
 auto_grasp = static_auto_grasp   # the name the GUI and scripts use for the static (kinematic) auto-grasp
 

@@ -66,6 +66,36 @@ def _penetrating(e_meet, e_overlap, Xs, pairs, bstart, bcount, P, svalid, MP, C,
 
 
 @njit(cache=True)
+def _no_new_overlap(e_meet, e_overlap, X0s, X1s, pairs, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol):
+    """``first_impact``'s test of body ``pairs`` (m, 2): those interpenetrating at the end of the
+    move (shape poses ``X1s``) must have been at its start (``X0s``).  Returns (ok, end (m,)): ok
+    False when one is new (the move is cut: localised by bisection) or the queries need more."""
+    ok, end = _penetrating(e_meet, e_overlap, X1s, pairs, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
+    if not ok:
+        return False, end
+    n = 0
+    for j in range(pairs.shape[0]):
+        if end[j]:
+            n += 1
+    if n == 0:
+        return True, end
+    ep = np.empty((n, 2), np.int64)
+    e = 0
+    for j in range(pairs.shape[0]):
+        if end[j]:
+            ep[e, 0] = pairs[j, 0]
+            ep[e, 1] = pairs[j, 1]
+            e += 1
+    ok, before = _penetrating(e_meet, e_overlap, X0s, ep, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
+    if not ok:
+        return False, end
+    for e in range(n):
+        if not before[e]:
+            return False, end
+    return True, end
+
+
+@njit(cache=True)
 def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bstart, bcount, P, svalid, MP, C, C2,
                      cyl, thr, pen_tol, max_thr):
     """Does ``impact._check_fast_pairs`` return 1.0 (the whole move) for the pairs ``fail`` (indices
@@ -122,31 +152,13 @@ def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bst
                 ask[j, 1] = fp[i, 1]
                 where[j] = i
                 j += 1
-        ok, end = _penetrating(e_meet, e_overlap, X1s, ask, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
+        ok, end = _no_new_overlap(e_meet, e_overlap, X0s, X1s, ask, bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
+                                  pen_tol)
         if not ok:
             return False
-        n_end = 0
         for j in range(n_ask):
             if end[j]:
-                n_end += 1
-        if n_end:
-            ep = np.empty((n_end, 2), np.int64)
-            ew = np.empty(n_end, np.int64)
-            e = 0
-            for j in range(n_ask):
-                if end[j]:
-                    ep[e, 0] = ask[j, 0]
-                    ep[e, 1] = ask[j, 1]
-                    ew[e] = where[j]
-                    e += 1
-            ok, before = _penetrating(e_meet, e_overlap, X0s, ep, bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
-                                      pen_tol)
-            if not ok:
-                return False
-            for e in range(n_end):
-                if not before[e]:
-                    return False        # a new overlap (FCL semantics): localised by bisection
-                ended[ew[e]] = True
+                ended[where[j]] = True
     # ended apart with a travel beyond the thinner body: FCL's exact separation decides
     for i in range(m):
         if not ended[i] and 0.0 < thick[i] and thick[i] <= Tf[i]:
@@ -255,35 +267,13 @@ def deep_pairs_old(e_meet, e_overlap, X0, Xs, ab, sep, rigid_tol, shape_body, X_
                 dp[nd, 0] = ab[0, i]
                 dp[nd, 1] = ab[1, i]
                 nd += 1
-    ok, end = _penetrating(e_meet, e_overlap, Xs, dp[:nd].copy(), bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
-                           pen_tol)
-    if not ok:
-        return False
-    ne = 0
-    for j in range(nd):
-        if end[j]:
-            ne += 1
-    if ne == 0:
-        return True
-    ep = np.empty((ne, 2), np.int64)
-    e = 0
-    for j in range(nd):
-        if end[j]:
-            ep[e, 0] = dp[j, 0]
-            ep[e, 1] = dp[j, 1]
-            e += 1
     bad0, X0s = call_native(e_frames, "shape_frames", (X0, rigid_tol, shape_body, X_LS))
     if plain_frames:
         X0s = X0
     if bad0 >= 0:
         return False
-    ok, before = _penetrating(e_meet, e_overlap, X0s, ep, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
-    if not ok:
-        return False
-    for e in range(ne):
-        if not before[e]:
-            return False
-    return True
+    return _no_new_overlap(e_meet, e_overlap, X0s, Xs, dp[:nd].copy(), bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
+                           pen_tol)[0]
 
 
 @njit(cache=True)

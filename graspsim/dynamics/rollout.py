@@ -1,13 +1,18 @@
 """Many steps in one compiled call: the loop of :meth:`graspsim.Simulator.rollout` (issue 18).
 
 ``_step_kernel.rollout_steps`` runs the common path of ``Simulator.step`` -- a step not cut at an
-impact, with a compiled PD controller, no moving base, nothing asleep -- for as many steps as it
-can, each computed by the same kernels in the same order as the Python path (reached through their
-machine-code addresses, :mod:`graspsim._native`) and committed the same way, with no Python, no
-argument passing and no boxing between the steps.  Before any other step it stops, with the state
-and the warm-start table as they were, and this module runs that step through ``Simulator.step``
-(which decides, cuts, raises or puts things to sleep as always), then goes on.  So a rollout's
-states are those of the same number of ``step`` calls, bit for bit (``tests/test_rollout.py``).
+impact, with a compiled PD controller, the world awake, moving bases only along a
+``QuinticBaseMotion`` (which it evaluates itself) -- for as many steps as it can, each computed by
+the same kernels in the same order as the Python path (reached through their machine-code
+addresses, :mod:`graspsim._native`) and committed the same way, with no Python, no argument
+passing and no boxing between the steps.  Before any other step it stops, with the state and the
+warm-start table as they were, and this module runs that step through ``Simulator.step`` (which
+decides, cuts, raises or puts things to sleep as always), then goes on.  Sleeping objects stay
+asleep in the loop (their pairs with static and sleeping bodies left out of the contact search, as
+in ``step``); one touched or moved in place is ``step``'s.  The pairs the impact screen cannot
+clear get the impact search's compiled checks (``_step_kernel.fast_pairs_clear``); only a step
+they would cut, or one that needs FCL, leaves.  So a rollout's states are those of the same number
+of ``step`` calls, bit for bit (``tests/test_rollout.py``, ``tests/test_compiled_rollout.py``).
 """
 from __future__ import annotations
 

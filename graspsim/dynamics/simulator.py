@@ -687,10 +687,11 @@ class Simulator:
         :class:`~graspsim.control.pd.CompiledPD`.  Its command is one compiled call per step, no
         Python controller code runs; the states are those of ``n_steps`` calls of :meth:`step` with
         the PDController.  A Python controller (anything else) is refused: use :meth:`step`.
-        With a controller, the steps of the common path (not cut at an impact, no moving base,
-        nothing asleep or falling asleep, no clutch giving way) run in one compiled loop
+        With a controller, the steps of the common path (not cut at an impact, the world awake,
+        no object falling asleep or woken, no clutch giving way; moving bases only along a
+        :class:`~graspsim.control.QuinticBaseMotion`) run in one compiled loop
         (:mod:`graspsim.dynamics.rollout`: about half the time of :meth:`step` per step, and the
-        same states bit for bit); every other step goes through :meth:`step`.
+        same states bit for bit; see ``compiled_loop``); every other step goes through :meth:`step`.
         ``stop_after_step``: return right after such a step (the record then has fewer than
         ``n_steps`` rows), so that the caller can look at it -- its contacts (:attr:`contacts`), a
         clutch that gave way -- before going on.
