@@ -245,3 +245,30 @@ def test_a_quintic_base_motion_is_the_quintic_and_a_turned_base_goes_through_ste
     assert np.allclose(sims[0].poses()[b][:3, 3], Xb[:3, 3] + [0, 0, 0.02], atol=1e-12)
     z1 = [sims[0].body_pose(n)[2, 3] for n in ("barrett/f1_prox", "mug")]
     assert abs(z1[0] - z0[0] - 0.02) < 1e-3 and abs(z1[1] - z0[1]) < 1e-4
+
+
+def test_rollout_records_and_base_motions_refuse_bad_input():
+    """Bad input to the new API is named: a Rollout of another world, a flag that is not a bool, a
+    base motion with a short displacement or a zero duration, an unknown body."""
+    sim = Simulator(graspsim.load_world(MODELS / "stack.yaml"))
+    other = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"))
+    ro = other.rollout(2)
+    with pytest.raises(ValueError, match="not one of this simulator's"):
+        sim.rollout_dofs(ro)
+    with pytest.raises(ValueError, match="expected a Rollout"):
+        sim.rollout_poses("x", "box")
+    with pytest.raises(ValueError, match="stop_after_step must be True or False"):
+        sim.rollout(1, stop_after_step="yes")
+    mine = sim.rollout(3)
+    with pytest.raises(ValueError, match="no body 'boxx'"):
+        sim.rollout_poses(mine, "boxx")
+    for bad in (([0.0, 0.1], 0.0, 1.0), ([0.0, 0.0, 0.1], 0.0, 0.0), ([0.0, np.nan, 0.1], 0.0, 1.0),
+                ([0.0, 0.0, 0.1], "t", 1.0)):
+        with pytest.raises(ValueError, match="base motion: displacement must be 3 finite numbers"):
+            QuinticBaseMotion(np.eye(4), *bad)
+    # the records of a rollout are the states after each step: its last row is the state now; the
+    # step lengths add up to the time (the boxes landing on each other cut a step at the impact)
+    assert len(mine) == 3 and np.array_equal(mine.c[-1], sim.state.c)
+    assert np.all((mine.h > 0) & (mine.h <= sim.dt)) and abs(mine.time[-1] - mine.h.sum()) < 1e-15
+    assert np.array_equal(sim.rollout_poses(mine, sim.table.names[sim.bodies.table_index[0]])[-1],
+                          sim.poses()[sim.bodies.table_index[0]])

@@ -47,10 +47,15 @@ class QuinticBaseMotion:
 
     def __init__(self, X0: np.ndarray, displacement, t0: float, duration: float):
         X0 = spatial.check_rigid(X0, "base motion: X0")
-        d = np.array(displacement, float).reshape(3)
-        if not (np.all(np.isfinite(d)) and math.isfinite(t0) and math.isfinite(duration) and duration > 0):
-            raise ValueError(f"base motion: displacement (3 finite numbers, m), t0 (s) and duration (> 0 s) "
-                             f"must be finite, got {displacement!r}, {t0!r}, {duration!r}")
+        try:
+            d = np.array(displacement, float)
+            t0, duration = float(t0), float(duration)
+        except (TypeError, ValueError):
+            d = None
+        if (d is None or d.shape != (3,) or not np.all(np.isfinite(d)) or not math.isfinite(t0)
+                or not (math.isfinite(duration) and duration > 0)):
+            raise ValueError(f"base motion: displacement must be 3 finite numbers (m), t0 a finite time (s) and "
+                             f"duration finite and > 0 (s), got {displacement!r}, {t0!r}, {duration!r}")
         X0.setflags(write=False)
         d.setflags(write=False)
         self.quintic_translation = (X0, d, float(t0), float(duration))

@@ -702,6 +702,8 @@ class Simulator:
         n = number("n_steps", n_steps, 0, 1e9)
         if n != int(n):
             raise ValueError(f"n_steps must be a whole number >= 0, got {n_steps!r}")
+        if not isinstance(stop_after_step, (bool, np.bool_)):
+            raise ValueError(f"stop_after_step must be True or False, got {stop_after_step!r}")
         n = int(n)
         if isinstance(controller, PDController):
             controller = controller.compiled()
@@ -731,9 +733,21 @@ class Simulator:
                 break
         return out if i == n else out.head(i)
 
+    def _check_rollout(self, out) -> None:
+        """ValueError unless ``out`` is a Rollout of this simulator's bodies, joints and DOFs."""
+        if not isinstance(out, Rollout):
+            raise ValueError(f"expected a Rollout (Simulator.rollout's record), got {type(out).__name__}")
+        n, nb, nj, nd = len(out), len(self.bodies), len(self.js), len(self.ds)
+        want = {"c": (n, nb, 3), "q": (n, nb, 4), "v": (n, nb, 6), "joint_q": (n, nj), "broken": (n, nd)}
+        bad = [k for k, sh in want.items() if getattr(out, k).shape != sh]
+        if bad:
+            raise ValueError(f"the Rollout is not one of this simulator's (world '{self.world.name}': {nb} dynamic "
+                             f"bodies, {nj} joints, {nd} DOFs): {', '.join(f'{k} {getattr(out, k).shape}' for k in bad)}")
+
     def rollout_poses(self, out: "Rollout", name: str) -> np.ndarray:
         """(len(out), 4, 4) world poses of body ``name`` after each step of the rollout ``out`` (what
         :meth:`body_pose` gave after that step; static bodies where they are now)."""
+        self._check_rollout(out)
         b = self._body_index(name)
         X = np.empty((len(out), 4, 4))
         for i in range(len(out)):
@@ -744,6 +758,7 @@ class Simulator:
         """DOF values (rad or m) and velocities (rad/s or m/s) after each step of the rollout
         ``out``, each (len(out), nd): what :meth:`dof_values` and :meth:`dof_velocities` gave after
         that step, bit for bit (static bodies where they are now)."""
+        self._check_rollout(out)
         n, js = len(out), self.js
         vals, rates = np.empty((n, len(self.ds))), np.empty((n, len(self.ds)))
         args = (self._data.X_static, self.bodies.table_index)
