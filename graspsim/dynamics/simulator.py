@@ -759,14 +759,18 @@ class Simulator:
         ``out``, each (len(out), nd): what :meth:`dof_values` and :meth:`dof_velocities` gave after
         that step, bit for bit (static bodies where they are now)."""
         self._check_rollout(out)
-        n, js = len(out), self.js
+        n, js, b = len(out), self.js, self.bodies
         vals, rates = np.empty((n, len(self.ds))), np.empty((n, len(self.ds)))
-        args = (self._data.X_static, self.bodies.table_index)
+        X_static, off = self._data.X_static, self._joint_offsets
+        key, P = None, None
         for i in range(n):
-            P = self._structure(out.broken[i]).P
-            r = RK.joint_rates(*args, out.c[i], out.q[i], self.bodies.com_L, self._com_L_all, js.parent, js.child,
-                               js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind, out.joint_q[i], self.bodies.slot, out.v[i])
-            vals[i] = P @ (out.joint_q[i] - self._joint_offsets)
+            br = out.broken[i]
+            if key is None or not np.array_equal(br, key):       # (the clutches change rarely)
+                key, P = br, self._structure(br).P
+            jq = out.joint_q[i]
+            r = RK.joint_rates(X_static, b.table_index, out.c[i], out.q[i], b.com_L, self._com_L_all, js.parent,
+                               js.child, js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind, jq, b.slot, out.v[i])
+            vals[i] = P @ (jq - off)
             rates[i] = P @ r
         return vals, rates
 
