@@ -10,7 +10,8 @@ Scenes:
               (asleep by then: graspsim.dynamics.sleep), ``rest-awake:<world>`` with Simulator(sleep=False)
               after 0.2 s of settling (every step computed: the cost of the step itself)
   mug_hold    Barrett hand (fixed palm) holding the mug after a dynamic auto-grasp, table present
-              (``mug_hold-rollout``: the same steps through ``Simulator.rollout``'s compiled loop)
+              (``mug_hold-rollout``, ``puma_grasp-rollout``: the same steps through ``Simulator.rollout``'s
+              compiled loop)
   puma_grasp  Barrett on the Puma during the dynamic auto-grasp of the handset
   drop20      20 cubes (6 cm, 0.2 kg) dropped on a table (poses as in the peers' drop scene)
   clutterN    the Barrett spreading its fingers in the air above the mug, N cubes resting around it
@@ -71,6 +72,7 @@ def measure_rollout(sim, ctl, n: int) -> dict:
     wall/CPU per step of the rollout; the median is that of 20 rollouts of n / 20 steps (no stage
     times: the loop is one compiled call)."""
     ctl = ctl.compiled() if hasattr(ctl, "compiled") else ctl
+    sim.compiled_loop = True              # (compiled now if not in the cache yet)
     sim.rollout(20, ctl)                  # (loads the loop)
     t0, c0 = time.perf_counter(), time.process_time()
     sim.rollout(n, ctl)
@@ -181,6 +183,7 @@ def main() -> None:
         rows.append(("mug_hold-rollout", measure_rollout(r.sim, r.controller, n)))
     if "puma_grasp" in scenes:   # during the closing phase
         rows.append(("puma_grasp", measure(*puma_grasp_scene(), n)))
+        rows.append(("puma_grasp-rollout", measure_rollout(*puma_grasp_scene(), n)))
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         if "drop20" in scenes:
