@@ -272,3 +272,17 @@ def test_rollout_records_and_base_motions_refuse_bad_input():
     assert np.all((mine.h > 0) & (mine.h <= sim.dt)) and abs(mine.time[-1] - mine.h.sum()) < 1e-15
     assert np.array_equal(sim.rollout_poses(mine, sim.table.names[sim.bodies.table_index[0]])[-1],
                           sim.poses()[sim.bodies.table_index[0]])
+
+
+def test_a_lift_with_a_python_feedforward_steps_it():
+    """A controller with a Python feedforward (computed torques, here none: zero) cannot be
+    compiled: lift_test steps it through step() and gives the lift of the compiled path."""
+    out = []
+    for ff in (None, lambda sim, ri, q, qd, qdd: np.zeros(len(q))):
+        r = dynamic_auto_grasp(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), "barrett", timeout=2.0,
+                               compiled_loop=True)
+        r.controller.feedforward = ff
+        out.append((lift_test(r, 0.05, duration=0.3, hold=0.1), r.sim.state))
+    (la, sa), (lb, sb) = out
+    assert np.array_equal(sa.c, sb.c) and (la.lifted, la.slip) == (lb.lifted, lb.slip)
+    assert la.held and abs(la.lifted - 0.05) < 1e-3          # the mug rose the commanded 5 cm

@@ -353,13 +353,16 @@ def lift_test(result: DynamicGraspResult, height: float = 0.1, duration: float =
         raise ValueError(f"hand '{hand}' has a free base: nothing carries it up")
     t0 = _t.perf_counter()
     bar = _progress(duration + hold, f"lift of '{obj}'", progress)
-    # sim.run(duration + hold, ctl) as rollouts that cannot pass its end before their last step
-    cpd = ctl.compiled()
-    t_end = sim.time + (duration + hold) - 1e-12
-    while sim.time < t_end:
-        ro = sim.rollout(max(1, int((t_end - sim.time) / sim.dt)), cpd)
-        if bar is not None:
-            bar.update(float(ro.h.sum()))
+    if ctl.feedforward is not None:       # a Python feedforward (computed torques): step() every step
+        sim.run(duration + hold, ctl, None if bar is None else (lambda s: bar.update(s.info.h)))
+    else:
+        # sim.run(duration + hold, ctl) as rollouts that cannot pass its end before their last step
+        cpd = ctl.compiled()
+        t_end = sim.time + (duration + hold) - 1e-12
+        while sim.time < t_end:
+            ro = sim.rollout(max(1, int((t_end - sim.time) / sim.dt)), cpd)
+            if bar is not None:
+                bar.update(float(ro.h.sum()))
     if bar is not None:
         bar.close()
     wall = _t.perf_counter() - t0
