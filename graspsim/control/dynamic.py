@@ -97,6 +97,9 @@ def _snapshot(sim, hand_ri: int, io: int | None) -> Snapshot:
     return Snapshot(sim.time, names, c.point[sel], forces, sim.dof_values().copy())
 
 
+#: most steps per rollout of the drivers (its record's memory: ~1 MB for the Barrett and the mug)
+CHUNK = 1000
+
 #: wall seconds a dynamic grasp or lift runs before its progress bar appears (on a terminal)
 PROGRESS_DELAY = 0.5
 
@@ -238,7 +241,7 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
         # the settle time before its last: each step is then looked at as if stepped one by one
         span = min(timeout - 1e-12 - sim.time, settle_time - 1e-12 - still_for,
                    pending[0] - 1e-9 - sim.time if pending else np.inf)
-        ro = sim.rollout(max(1, int(span / h_max)), cpd, stop_after_step=True)
+        ro = sim.rollout(max(1, min(CHUNK, int(span / h_max))), cpd, stop_after_step=True)
         m = len(ro)
         vals, rates = sim.rollout_dofs(ro)
         hist_t.extend(ro.time.tolist())
@@ -360,7 +363,7 @@ def lift_test(result: DynamicGraspResult, height: float = 0.1, duration: float =
         cpd = ctl.compiled()
         t_end = sim.time + (duration + hold) - 1e-12
         while sim.time < t_end:
-            ro = sim.rollout(max(1, int((t_end - sim.time) / sim.dt)), cpd)
+            ro = sim.rollout(max(1, min(CHUNK, int((t_end - sim.time) / sim.dt))), cpd)
             if bar is not None:
                 bar.update(float(ro.h.sum()))
     if bar is not None:

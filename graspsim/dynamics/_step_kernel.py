@@ -176,12 +176,14 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
             max_points, region_cos, pen_tol):
     """Steps 1-4 of a step that is not cut (see the module docstring).  ``e_*``: the kernels'
     addresses; then the arguments of ``trial_move``, of ``screen_pairs`` (``vel`` the (N, 6)
-    buffer that gets the dynamic bodies' velocities ``v`` at rows ``table_index``), of
-    ``shape_frames`` (``plain_frames``: shape frames are body frames, the poses serve as they
-    are), of ``contacts_kernel`` (``cpairs`` the pairs it searches: ``pairs`` but those of two
-    bodies that cannot touch anew while objects sleep; the moving bases ``kb`` start the screened
-    move at their poses at t ``Xa`` (m, 4, 4) and travel at ``kvel`` (m, 6)) and of ``limit_regions_in_place`` (``max_points`` 0: no limit),
-    and the deepest separation allowed (m, > 0).
+    buffer that gets the dynamic bodies' velocities ``v`` at rows ``table_index``; the moving
+    bases ``kb`` start the screened move at their poses at t ``Xa`` (m, 4, 4) and travel at
+    ``kvel`` (m, 6)), of the screen's follow-up (:func:`fast_pairs_clear`: ``thickness`` per body,
+    the ``MP`` buffer, ``max_thr``), of ``shape_frames`` (``plain_frames``: shape frames are body
+    frames, the poses serve as they are), of ``contacts_kernel`` (``cpairs`` the pairs it
+    searches: ``pairs`` but those of two bodies that cannot touch anew while objects sleep) and of
+    ``limit_regions_in_place`` (``max_points`` 0: no limit), and the deepest separation allowed
+    (m, > 0).
 
     Returns (code, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab (4, k), v (6, k, 3), s (k,)): the
     trial move's outputs and the contacts at the trial pose as ``CollisionModel.contacts`` copies
@@ -427,7 +429,8 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
             placed = True
         r = collide(e_move, e_screen, e_frames, e_contacts, e_limit, c, q, v, h, X_static, table_index, com_L,
                     parent, child, X_PJ, X_CJ, axis, perp, kind, jq, cand, lo, hi, tol, vel, bX, pairs, blo, bhi,
-                    radius, thr, cpairs, kb, Xa, kvel, e_meet, e_overlap, thickness, MP, max_thr, rigid_tol, shape_body, X_LS, plain, bstart, bcount, P, svalid, cos_tol,
+                    radius, thr, cpairs, kb, Xa, kvel, e_meet, e_overlap, thickness, MP, max_thr, rigid_tol,
+                    shape_body, X_LS, plain, bstart, bcount, P, svalid, cos_tol,
                     region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos, pen_tol)
         if r[0] != OK:
             code = PYTHON

@@ -43,7 +43,8 @@ for _n, _k in _KERNELS.items():
     register(_n, _k)
 
 _NAMES = ("trial_move", "screen_pairs", "shape_frames", "contacts_kernel", "limit_regions_in_place", "pd_command",
-          "assemble", "islands", "mass_terms", "solve_islands", "finish", "all_finite", "meeting_pairs", "overlap_status")
+          "assemble", "islands", "mass_terms", "solve_islands", "finish", "all_finite", "meeting_pairs",
+          "overlap_status")
 #: the kernels' addresses in this process by their argument types (the loop's, per simulator layout)
 _ADDRESSES: dict = {}
 #: the same by the arguments' _type_key; whether rollout_steps is compiled for them
@@ -60,6 +61,8 @@ def _type_key(x):
         f = x.flags
         return (x.dtype.str, x.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
     return type(x)
+
+
 #: steps this process's rollouts took through step(); with ``Simulator(compiled_loop=None)`` (the
 #: default) the loop is compiled once they reach LOOP_AFTER (about 11 s of compile on a cold cache
 #: against ~0.1-0.25 ms saved per step), and used at once when compiled or in numba's cache already
@@ -90,7 +93,8 @@ def eligible(sim, controller) -> bool:
     # (sleeping objects: the loop wakes none; their parameters changed, step() does)
     return (isinstance(controller, CompiledPD) and not sim.profile and d.asleep is None
             and (not sim._bodies_asleep or d.bodies_key == sim._sleep_key())
-            and all(getattr(m, "quintic_translation", None) is not None for m in sim._kinematic.values()) and not sim.restitution and sim._lemke is None
+            and all(getattr(m, "quintic_translation", None) is not None for m in sim._kinematic.values())
+            and not sim.restitution and sim._lemke is None
             and sim._collisions_on and len(sim.table.collision_pairs) > 0)
 
 
@@ -231,7 +235,7 @@ class CompiledLoop:
                                 f2, f2, f2, f2, _I, _F, _B, _B, *table, *prev, _B, _F)
         rs = return_type("solve_islands", sig["solve_islands"]).types
         FIN = ty(self.FIN)
-        sig["finish"] = (c1, q1, rs[7], rs[4], typeof(np.zeros(0)), FIN[0], FIN[1], _F, _F, _F, _F)   # (FIN[6]: the loop's)
+        sig["finish"] = (c1, q1, rs[7], rs[4], typeof(np.zeros(0)), FIN[0], FIN[1], _F, _F, _F, _F)   # (not FIN[6])
         sig["all_finite"] = (c, q, v)
         Xs = return_type("shape_frames", sig["shape_frames"]).types[1]
         sig["meeting_pairs"] = (Xs, SC[2], CKA[0], CKA[1], CKA[2], CKA[3], SC[9])
@@ -259,9 +263,9 @@ class CompiledLoop:
         bodies_rest = d.bodies_rest
         rt, rc, rq, rv, rj, rh, rk, rb = (r[at:] for r in rec)
         args = (self.E, n, float(s.time), self.h, s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps), self.TM, self.SC,
-                self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, self.KIN, d.ext,
-                *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq, rv,
-                rj, rh, rk)
+                self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, self.KIN,
+                d.ext, *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq,
+                rv, rj, rh, rk)
         if not self.ready:
             # (compiling the loop costs ~11 s once: not for a short job on a cold cache)
             if self.cached is None:

@@ -741,8 +741,9 @@ class Simulator:
         want = {"c": (n, nb, 3), "q": (n, nb, 4), "v": (n, nb, 6), "joint_q": (n, nj), "broken": (n, nd)}
         bad = [k for k, sh in want.items() if getattr(out, k).shape != sh]
         if bad:
+            got = ", ".join(f"{k} {getattr(out, k).shape}" for k in bad)
             raise ValueError(f"the Rollout is not one of this simulator's (world '{self.world.name}': {nb} dynamic "
-                             f"bodies, {nj} joints, {nd} DOFs): {', '.join(f'{k} {getattr(out, k).shape}' for k in bad)}")
+                             f"bodies, {nj} joints, {nd} DOFs): {got}")
 
     def rollout_poses(self, out: "Rollout", name: str) -> np.ndarray:
         """(len(out), 4, 4) world poses of body ``name`` after each step of the rollout ``out`` (what
