@@ -259,6 +259,8 @@ def test_rollout_records_and_base_motions_refuse_bad_input():
         sim.rollout_poses("x", "box")
     with pytest.raises(ValueError, match="stop_after_step must be True or False"):
         sim.rollout(1, stop_after_step="yes")
+    with pytest.raises(ValueError, match="until must be None or a graspsim.dynamics.rollout.Settle"):
+        sim.rollout(1, until=0.1)
     mine = sim.rollout(3)
     with pytest.raises(ValueError, match="no body 'boxx'"):
         sim.rollout_poses(mine, "boxx")

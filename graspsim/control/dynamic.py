@@ -201,6 +201,7 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
     import time as _t
 
     from ..dynamics import Simulator
+    from ..dynamics.rollout import Settle
 
     world.robots[hand]
     object_name(world, obj)
@@ -226,55 +227,43 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
     clutch: dict[int, Breakaway] = {}
     broken = sim.state.broken[sl].tolist()
     prev_q = sim.dof_values()[sl]
-    still_for = 0.0
-    settled = False
-    # the settle test on Python floats (a hand has a few DOFs; the same IEEE operations as numpy's)
     watch = [d for d in range(len(robot.dofs)) if closing[d]]
-    sign_l, still_l = sign.tolist(), still_speed.tolist()
-    full = (effort_now * (1 - 1e-9)).tolist()
+    full = effort_now * (1 - 1e-9)
     bar = _progress(timeout, f"dynamic grasp of '{obj or hand}'", progress)
     cpd = ctl.compiled()          # (the trajectories and gains stay as they are until the end)
     h_max = sim.dt                # no step is longer (an impact cuts one shorter)
+    # the settle test after every step (rollout.Settle; in the compiled loop too): the closing DOFs
+    # still, and either blocked (the drive pushes with its full effort towards a reference ahead of
+    # it) or at the end of the reference
+    w = np.array(watch, np.int64)
+    test = Settle(sl.start + w, still_speed[w], ctl.kp[sl][w], sign[w], np.asarray(full)[w], traj.q0[w],
+                  traj.q1[w], traj.t0, traj.duration, settle_time)
+    last = None                   # the last step's record (1 row): the DOF values before a clutch gave way
     t0 = _t.perf_counter()
-    while sim.time < timeout - 1e-12 and not settled:
-        # a rollout of as many steps as cannot reach the timeout, a snapshot time or the end of
-        # the settle time before its last: each step is then looked at as if stepped one by one
-        span = min(timeout - 1e-12 - sim.time, settle_time - 1e-12 - still_for,
-                   pending[0] - 1e-9 - sim.time if pending else np.inf)
-        ro = sim.rollout(max(1, min(CHUNK, int(span / h_max))), cpd, stop_after_step=True)
+    while sim.time < timeout - 1e-12 and not test.settled:
+        # a rollout of as many steps as cannot pass the timeout or a snapshot time before its last
+        span = min(timeout - 1e-12 - sim.time, pending[0] - 1e-9 - sim.time if pending else np.inf)
+        ro = sim.rollout(max(1, min(CHUNK, int(span / h_max))), cpd, stop_after_step=True, until=test)
         m = len(ro)
-        vals, rates = sim.rollout_dofs(ro)
         hist_t.extend(ro.time.tolist())
         hist_n.extend(ro.contacts.tolist())
         if io is not None:
             hist_z.extend(sim.rollout_poses(ro, obj)[:, 2, 3].tolist())
         if bar is not None:
             bar.update(float(ro.h.sum()))
-        for i in range(m):
-            now = ro.broken[i, sl].tolist()
-            if now != broken:       # a clutch gave way in this step (one through step(): the last)
-                assert i == m - 1
-                for k in range(len(now)):
-                    if now[k] and not broken[k]:
-                        clutch[k] = _breakaway(sim, ri, k, prev_q[k])
-                broken = now
-            q, qd = vals[i, sl], rates[i, sl]
-            prev_q = q
-            # settled: every closing DOF still, and either blocked (its drive pushes with its full
-            # effort towards a reference ahead of it) or at the end of its reference
-            t_i = float(ro.time[i])
-            ql, qdl, kp = q.tolist(), qd.tolist(), ctl.kp[sl].tolist()
-            ref = traj.position(t_i).tolist()
-            at_end = t_i >= traj.t_end
-            ok = all(abs(qdl[d]) < still_l[d] and (at_end or kp[d] * (ref[d] - ql[d]) * sign_l[d] >= full[d])
-                     for d in watch)
-            still_for = still_for + float(ro.h[i]) if ok else 0.0
-            if still_for >= settle_time - 1e-12:
-                assert i == m - 1
-                settled = True
+        now = ro.broken[m - 1, sl].tolist()
+        if now != broken:       # a clutch gave way in the last step (one through step(), which ends it)
+            before = last if m == 1 else ro.head(m - 1).tail(1)
+            prev_q = sim.rollout_dofs(before)[0][0, sl] if before is not None else prev_q
+            for k in range(len(now)):
+                if now[k] and not broken[k]:
+                    clutch[k] = _breakaway(sim, ri, k, prev_q[k])
+            broken = now
+        last = ro.tail(1)
         while pending and sim.time >= pending[0] - 1e-9:
             snaps.append(_snapshot(sim, ri, io))
             pending.pop(0)
+    settled = test.settled
     if bar is not None:
         bar.close()
     wall = _t.perf_counter() - t0

@@ -329,6 +329,29 @@ def place_bases(t, h, X_static, kb, kX0, kd, kt0, kdur, kcom, V, Xa, kvel):
     return True
 
 
+@njit(cache=True)
+def settle_ok(t, jq, rates, P, off, kp, sign, still, full, q0, q1, t0, dur):
+    """dynamic_auto_grasp's test of one state (``rollout.Settle.after_step`` computes the same on
+    Python floats): every watched DOF (rows ``P`` of the DOF map) slower than ``still`` and either
+    at the end of its quintic reference (``q0`` -> ``q1`` over [t0, t0 + dur]) or pressing with its
+    full effort towards it (kp (ref - q) sign >= full)."""
+    at_end = t >= t0 + dur
+    s = 0.0
+    if dur > 0:
+        x = min(1.0, max(0.0, (t - t0) / dur))
+        s = math.pow(x, 3.0) * (10 - 15 * x + 6 * x * x)     # (control.trajectory.quintic)
+    for d in range(P.shape[0]):
+        qv = 0.0
+        qr = 0.0
+        for j in range(P.shape[1]):
+            qv += P[d, j] * (jq[j] - off[j])
+            qr += P[d, j] * rates[j]
+        ref = q0[d] + s * (q1[d] - q0[d]) if dur > 0 else q1[d]
+        if not (abs(qr) < still[d] and (at_end or kp[d] * (ref - qv) * sign[d] >= full[d])):
+            return False
+    return True
+
+
 #: return codes of :func:`rollout_steps`
 DONE = 0         # every step taken
 PYTHON = 1       # the next step needs the Python path (the state is the one before it)
@@ -342,7 +365,7 @@ PYTHON = 1       # the next step needs the Python path (the state is the one bef
 
 @njit(cache=True)
 def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, ASM, ISL, SOLV, FIN, RST, BRK,
-                  KIN, ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest,
+                  KIN, MON, ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest,
                   bodies_rest, rec_t, rec_c, rec_q, rec_v, rec_jq, rec_h, rec_k):
     """Up to ``n`` steps of ``Simulator.step``'s common path in one call, each computed and committed
     as the Python path does (see ``graspsim.dynamics.rollout``).  Before a step that needs anything
@@ -354,9 +377,11 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
     values, step length and contact count.
     Returns (code, steps taken, t, c, q, v, jq, steps, table arrays, cwarm arrays and whether they
     hold contacts, rest counters, bodies_rest, the last taken step's contacts, impulses, LCP sizes,
-    pivots and island count, and why it stopped: a ``W_*`` code, 0 when every step was taken)."""
+    pivots and island count, why it stopped (a ``W_*`` code, 0 when every step was taken or it
+    settled), and the settle test's time still and whether it settled (``MON``: rollout.Settle's
+    arrays; a settled step is the last taken)."""
     (e_move, e_screen, e_frames, e_contacts, e_limit, e_pd, e_asm, e_isl, e_mass, e_solve, e_finish, e_finite, e_meet,
-     e_overlap) = E
+     e_overlap, e_rates) = E
     (X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, cand, lo, hi, tol) = TM
     (vel, bX, pairs, blo, bhi, radius, thr, cpairs, thickness, MP, max_thr) = SC
     (rigid_tol, shape_body, X_LS, plain) = FR
@@ -376,6 +401,9 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
     (kb, kX0, kdisp, kt0, kdur, kcom, Vk, Xa, kvel) = KIN
     driven = kb.shape[0] > 0
     placed = False
+    # the settle test (rollout.Settle: watched DOFs' rows of P, joint offsets, gains, ...)
+    (mon_on, mP, moff, mkp, msign, mstill, mfull, mq0, mq1, mt0, mdur, mhold, still_for) = MON
+    settled = False
     code = DONE
     why = 0
     done = 0
@@ -575,10 +603,19 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         for i in range(jq.shape[0]):
             rec_jq[done, i] = jq[i]
         done += 1
+        if mon_on:
+            rates = call_native(e_rates, "joint_rates", (X_static, table_index, c, q, com_L, com_L_all, parent, child,
+                                                          X_PJ, X_CJ, axis, perp, kind, jq, slot, v))
+            still_for = still_for + h if settle_ok(t, jq, rates, mP, moff, mkp, msign, mstill, mfull, mq0, mq1, mt0,
+                                                   mdur) else 0.0
+            if still_for >= mhold - 1e-12:
+                settled = True
+                break
     if placed:              # the step left to step(): the bases back where they were at t
         for i in range(kb.shape[0]):
             for r in range(4):
                 for cc in range(4):
                     X_static[kb[i], r, cc] = Xa[i, r, cc]
     return (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
-            has_rest, bodies_rest, k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last, why)
+            has_rest, bodies_rest, k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last, why,
+            still_for, settled)

@@ -38,13 +38,14 @@ _KERNELS = {"trial_move": RK.trial_move, "screen_pairs": IMP.screen_pairs, "shap
             "contacts_kernel": CK.contacts_kernel, "limit_regions_in_place": SIMP.limit_regions_in_place,
             "pd_command": RK.pd_command, "assemble": RK.assemble, "islands": RK.islands,
             "mass_terms": RK.mass_terms, "solve_islands": IK.solve_islands, "finish": RK.finish,
-            "all_finite": RK.all_finite, "meeting_pairs": IX.meeting_pairs, "overlap_status": IMP.overlap_status}
+            "all_finite": RK.all_finite, "meeting_pairs": IX.meeting_pairs, "overlap_status": IMP.overlap_status,
+            "joint_rates": RK.joint_rates}
 for _n, _k in _KERNELS.items():
     register(_n, _k)
 
 _NAMES = ("trial_move", "screen_pairs", "shape_frames", "contacts_kernel", "limit_regions_in_place", "pd_command",
           "assemble", "islands", "mass_terms", "solve_islands", "finish", "all_finite", "meeting_pairs",
-          "overlap_status")
+          "overlap_status", "joint_rates")
 #: the kernels' addresses in this process by their argument types (the loop's, per simulator layout)
 _ADDRESSES: dict = {}
 #: the same by the arguments' _type_key; whether rollout_steps is compiled for them
@@ -240,16 +241,20 @@ class CompiledLoop:
         Xs = return_type("shape_frames", sig["shape_frames"]).types[1]
         sig["meeting_pairs"] = (Xs, SC[2], CKA[0], CKA[1], CKA[2], CKA[3], SC[9])
         sig["overlap_status"] = (Xs, Xs, SC[2], T, CKA[2], _F, _F, CKA[6], CKA[7], CKA[13])
+        # (the state as the loop commits it: finish's coms and orientations, the solver's velocities)
+        sig["joint_rates"] = (TM[0], TM[1], c1, q1, TM[2], com_L_all, TM[3], TM[4], TM[5], TM[6], TM[7], TM[8], TM[9],
+                              jq1, slot, rs[4])
         key = tuple(sig[n] for n in _NAMES)
         got = _ADDRESSES.get(key)
         if got is None:
             got = _ADDRESSES[key] = tuple(native_entry_types(_KERNELS[n], sig[n])[0] for n in _NAMES)
         return got
 
-    def run(self, n: int, rec: tuple, at: int) -> int:
+    def run(self, n: int, rec: tuple, at: int, until: "Settle | None" = None) -> int:
         """Up to ``n`` steps into the record arrays ``rec`` (the fields of a
         :class:`~graspsim.dynamics.simulator.Rollout` in order) from row ``at``; the steps taken (the
-        simulator's state, data block and step info updated as ``step`` would)."""
+        simulator's state, data block and step info updated as ``step`` would); ``until``: a
+        :class:`Settle` test after each step, which ends the loop when it holds (updated)."""
         from .simulator import SimState, StepInfo
 
         sim = self.sim
@@ -264,7 +269,7 @@ class CompiledLoop:
         rt, rc, rq, rv, rj, rh, rk, rb = (r[at:] for r in rec)
         args = (self.E, n, float(s.time), self.h, s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps), self.TM, self.SC,
                 self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, self.KIN,
-                d.ext, *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq,
+                _NO_SETTLE if until is None else until.arrays(sim), d.ext, *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq,
                 rv, rj, rh, rk)
         if not self.ready:
             # (compiling the loop costs ~11 s once: not for a short job on a cold cache)
@@ -289,12 +294,14 @@ class CompiledLoop:
             d.meta[:] = table0[5]
             return 0
         (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
-         has_rest, bodies_rest, k, ab, vv, sep, imp, sizes, piv, nisl, why) = out
+         has_rest, bodies_rest, k, ab, vv, sep, imp, sizes, piv, nisl, why, still_for, settled) = out
         LEFT[why] += 1
         d.set_table(keys, used, ta, tb, store)
         if not done:
             return 0
         rb[:done] = s.broken            # (no clutch changes in the loop)
+        if until is not None:
+            until.still_for, until.settled = still_for, bool(settled)
         if d.bodies_contacts is not None:         # the sleeping objects' kept contacts count too
             rk[:done] += len(d.bodies_contacts[0])
         sim._state = SimState(t, c, q, v, jq, s.broken.copy(), s.lock.copy(), steps)
@@ -311,3 +318,66 @@ class CompiledLoop:
                             lcp_sizes=[m for m in sizes.tolist() if m > 0], pivots=int(piv), islands=int(nisl),
                             timing={})
         return done
+
+
+class Settle:
+    """A rollout's stop test: ``dofs`` (global DOF indices) have been still for ``hold`` s -- each
+    slower than ``still`` (rad/s or m/s) and either at the end of its quintic reference (``q0`` ->
+    ``q1`` over [t0, t0 + duration] s) or pressing with its full effort towards it: kp (ref - q)
+    sign >= ``full`` (N m or N).  :func:`graspsim.control.dynamic_auto_grasp`'s settle test, for
+    ``Simulator.rollout(..., until=...)``: the compiled loop evaluates it after each step
+    (``_step_kernel.settle_ok``), :meth:`after_step` the same on Python floats after a step through
+    ``step()``.  ``still_for`` (s) and ``settled`` carry over from one rollout to the next."""
+
+    def __init__(self, dofs, still, kp, sign, full, q0, q1, t0: float, duration: float, hold: float):
+        self.dofs = np.asarray(dofs, np.int64).reshape(-1)
+        k = len(self.dofs)
+        f = lambda a: np.ascontiguousarray(np.asarray(a, float).reshape(k))      # noqa: E731
+        self.still, self.kp, self.sign, self.full, self.q0, self.q1 = map(f, (still, kp, sign, full, q0, q1))
+        self.t0, self.duration, self.hold = float(t0), float(duration), float(hold)
+        self.still_for = 0.0
+        self.settled = False
+
+    def _rows(self, sim) -> np.ndarray:
+        """The watched DOFs' rows of the DOF map for the simulator's clutches now."""
+        return np.ascontiguousarray(sim._structure(sim.state.broken).P[self.dofs])
+
+    def arrays(self, sim) -> tuple:
+        """The loop's MON argument."""
+        return (True, self._rows(sim), sim._joint_offsets, self.kp, self.sign, self.still, self.full, self.q0,
+                self.q1, self.t0, self.duration, self.hold, float(self.still_for))
+
+    def after_step(self, sim) -> bool:
+        """The test after a step through ``step()`` (the loop's, on Python floats); True: settled."""
+        s, js, b = sim.state, sim.js, sim.bodies
+        rates = RK.joint_rates(sim._data.X_static, b.table_index, s.c, s.q, b.com_L, sim._com_L_all, js.parent,
+                               js.child, js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind, s.joint_q, b.slot,
+                               s.v).tolist()
+        jq, off, P = s.joint_q.tolist(), sim._joint_offsets.tolist(), self._rows(sim).tolist()
+        t, t0, dur = s.time, self.t0, self.duration
+        at_end = t >= t0 + dur
+        sq = 0.0
+        if dur > 0:
+            x = min(1.0, max(0.0, (t - t0) / dur))
+            sq = x ** 3 * (10 - 15 * x + 6 * x * x)          # (the C pow, as math.pow in the loop)
+        ok = True
+        kp, sign, still, full, q0, q1 = (a.tolist() for a in (self.kp, self.sign, self.still, self.full, self.q0,
+                                                              self.q1))
+        for d in range(len(P)):
+            qv = 0.0
+            qr = 0.0
+            for j in range(len(jq)):
+                qv += P[d][j] * (jq[j] - off[j])
+                qr += P[d][j] * rates[j]
+            ref = q0[d] + sq * (q1[d] - q0[d]) if dur > 0 else q1[d]
+            if not (abs(qr) < still[d] and (at_end or kp[d] * (ref - qv) * sign[d] >= full[d])):
+                ok = False
+                break
+        self.still_for = self.still_for + sim.info.h if ok else 0.0
+        self.settled = self.still_for >= self.hold - 1e-12
+        return self.settled
+
+
+#: the loop's MON argument without a settle test (the same types)
+_NO_SETTLE = (False, np.zeros((0, 0)), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
+              np.zeros(0), 0.0, 0.0, 0.0, 0.0)

@@ -278,6 +278,10 @@ class Rollout:
         """The first ``n`` steps (views)."""
         return Rollout(*(getattr(self, f.name)[:n] for f in fields(self)))
 
+    def tail(self, n: int) -> "Rollout":
+        """The last ``n`` steps (views)."""
+        return Rollout(*(getattr(self, f.name)[len(self) - n:] for f in fields(self)))
+
 
 @dataclass
 class _Move:
@@ -679,7 +683,7 @@ class Simulator:
         for bi in range(len(self.world.description.bodies)):
             self.world.state.body_poses[bi] = X[nl + bi].copy()
 
-    def rollout(self, n_steps: int, controller=None, *, stop_after_step: bool = False) -> "Rollout":
+    def rollout(self, n_steps: int, controller=None, *, stop_after_step: bool = False, until=None) -> "Rollout":
         """Run ``n_steps`` steps with a compiled controller and return the states after each step.
 
         ``controller``: None, a :class:`~graspsim.control.PDController` (frozen as it is now: its
@@ -694,7 +698,8 @@ class Simulator:
         same states bit for bit; see ``compiled_loop``); every other step goes through :meth:`step`.
         ``stop_after_step``: return right after such a step (the record then has fewer than
         ``n_steps`` rows), so that the caller can look at it -- its contacts (:attr:`contacts`), a
-        clutch that gave way -- before going on.
+        clutch that gave way -- before going on.  ``until``: a :class:`graspsim.dynamics.rollout.Settle`
+        test after every step; the rollout ends after the step at which it holds (``until.settled``).
         ValueError for a bad ``n_steps`` (a whole number >= 0); SimulationError as :meth:`step`
         (the states up to the failing step are kept, the rollout's record is lost)."""
         from ..control.pd import CompiledPD, PDController
@@ -704,14 +709,16 @@ class Simulator:
             raise ValueError(f"n_steps must be a whole number >= 0, got {n_steps!r}")
         if not isinstance(stop_after_step, (bool, np.bool_)):
             raise ValueError(f"stop_after_step must be True or False, got {stop_after_step!r}")
+        from . import rollout as RO
+
+        if until is not None and not isinstance(until, RO.Settle):
+            raise ValueError(f"until must be None or a graspsim.dynamics.rollout.Settle, got {type(until).__name__}")
         n = int(n)
         if isinstance(controller, PDController):
             controller = controller.compiled()
         elif controller is not None and not isinstance(controller, CompiledPD):
             raise ValueError(f"rollout needs a PDController, a CompiledPD or None, got {type(controller).__name__} "
                              "(a Python controller runs through step())")
-        from . import rollout as RO
-
         out = Rollout.empty(n, len(self.bodies), len(self.js), len(self.ds))
         rec = tuple(getattr(out, f.name) for f in fields(out))
         i = 0
@@ -720,8 +727,8 @@ class Simulator:
             if self._state.steps and self.compiled_loop is not False and RO.eligible(self, controller):
                 if self._loop is None or self._loop.ctl is not controller or not self._loop.still_valid():
                     self._loop = RO.CompiledLoop(self, controller)
-                i += self._loop.run(n - i, rec, i)
-                if i >= n:
+                i += self._loop.run(n - i, rec, i, until)
+                if i >= n or (until is not None and until.settled):
                     break
             self.step(controller)
             RO.STEPPED[0] += 1
@@ -729,7 +736,7 @@ class Simulator:
             out.time[i], out.h[i], out.contacts[i] = s.time, self.info.h, self.contact_count
             out.c[i], out.q[i], out.v[i], out.joint_q[i], out.broken[i] = s.c, s.q, s.v, s.joint_q, s.broken
             i += 1
-            if stop_after_step:
+            if (until is not None and until.after_step(self)) or stop_after_step:
                 break
         return out if i == n else out.head(i)
 
