@@ -11,6 +11,7 @@ from graspsim.control import PDController, dynamic_auto_grasp, lift_test
 from graspsim.control.trajectory import QuinticBaseMotion
 from graspsim.dynamics import Simulator
 from graspsim.errors import SimulationError
+from graspsim.dynamics import _step_kernel as SK
 from graspsim.dynamics import rollout as RO
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,10 +109,14 @@ def test_closing_on_the_mug_leaves_impacts_and_clutches_to_step(counted):
         lim = s.world.description.robots[ri].robot.dof_limits
         ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]], duration=0.4)
         ctls.append(ctl.compiled())
+    left0 = RO.LEFT.copy()
     ro = sims[0].rollout(600, ctls[0])
     rec = _steps(sims[1], ctls[1], 600)
     _same(sims[0], ro, sims[1], rec)
     assert 0 < counted[1] < 600 and counted[0] > 1                  # both paths took steps
+    # the fingers' landings cut steps at the impact, most of them in the loop (its bisection)
+    cuts, left = int((ro.h < sims[0].dt).sum()), RO.LEFT - left0
+    assert cuts >= 3 and left[SK.W_COLLIDE + SK.SCREEN_CUT] + left[SK.W_COLLIDE + SK.SCREEN] < cuts
     # physics: the three fingers' distal clutches gave way on the mug, which they now hold still
     assert sims[0].state.broken[1:].all() and len(sims[0].contacts) >= 3
     assert np.abs(ro.v).max() > 1.0 and np.abs(ro.v[-1]).max() < 1e-3

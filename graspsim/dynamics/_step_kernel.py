@@ -34,6 +34,8 @@ SCREEN = 2       # the impact screen left a pair that may have met during the mo
 BAD_POSE = 3     # a pose the collision queries refuse (they name the body)
 OVERFLOW = 4     # the contact buffers are too small (the Python path grows them)
 DEEP = 5         # an overlap deeper than the tolerance at the trial pose
+CUT = 6          # a new contact during the move: the step is cut at the fraction returned
+SCREEN_CUT = 7   # a new contact during the move that the loop does not localise (a moving base, a query)
 
 
 @njit(cache=True)
@@ -98,11 +100,14 @@ def _no_new_overlap(e_meet, e_overlap, X0s, X1s, pairs, bstart, bcount, P, svali
 @njit(cache=True)
 def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bstart, bcount, P, svalid, MP, C, C2,
                      cyl, thr, pen_tol, max_thr):
-    """Does ``impact._check_fast_pairs`` return 1.0 (the whole move) for the pairs ``fail`` (indices
-    into ``pairs``, those the screen left; ``T`` every pair's travel bound, m) by its compiled
-    queries alone?  X0s, X1s: shape poses at the start and the end of the move.  False when it
-    would cut the move or need FCL (then the Python path decides)."""
+    """``impact._check_fast_pairs`` for the pairs ``fail`` (indices into ``pairs``, those the screen
+    left; ``T`` every pair's travel bound, m) by its compiled queries: (code, new pairs).  Code
+    CLEAR: the whole move (1.0); LOCALISE: the body pairs returned overlap anew at the end of the
+    move and ``localize`` finds the fraction as ``_localize`` does with a ``PairView``; PYTHON: it
+    needs more (a pair for the kernel's own view, FCL's exact separation, a nested pair, a
+    cylinder).  X0s, X1s: shape poses at the start and the end of the move."""
     m = fail.shape[0]
+    none = np.empty((0, 2), np.int64)
     fp = np.empty((m, 2), np.int64)
     Tf = np.empty(m)
     thick = np.empty(m)
@@ -135,13 +140,16 @@ def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bst
                 j += 1
     ended = np.zeros(m, np.bool_)
     n_ask = 0
+    n_kernel = 0                        # new overlaps the kernel saw (status 1)
     for i in range(m):
         if status[i] == 1:
-            return False                # a new overlap: localised by bisection
-        if status[i] == 2:
+            n_kernel += 1
+        if status[i] == 1 or status[i] == 2:
             ended[i] = True
         if status[i] == 3:
             n_ask += 1
+    fresh = np.zeros(0, np.bool_)       # of the pairs ``end`` below: a new overlap
+    end_pairs = none
     if n_ask:                           # undecided: interpenetrating at the end, and new?
         ask = np.empty((n_ask, 2), np.int64)
         where = np.empty(n_ask, np.int64)
@@ -152,25 +160,208 @@ def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bst
                 ask[j, 1] = fp[i, 1]
                 where[j] = i
                 j += 1
-        ok, end = _no_new_overlap(e_meet, e_overlap, X0s, X1s, ask, bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
-                                  pen_tol)
+        ok, end = _penetrating(e_meet, e_overlap, X1s, ask, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
         if not ok:
-            return False
+            return PYTHON_PAIRS, none
+        n_end = 0
         for j in range(n_ask):
             if end[j]:
+                n_end += 1
                 ended[where[j]] = True
+        if n_end:
+            end_pairs = np.empty((n_end, 2), np.int64)
+            e = 0
+            for j in range(n_ask):
+                if end[j]:
+                    end_pairs[e, 0] = ask[j, 0]
+                    end_pairs[e, 1] = ask[j, 1]
+                    e += 1
+            ok, before = _penetrating(e_meet, e_overlap, X0s, end_pairs, bstart, bcount, P, svalid, MP, C, C2, cyl,
+                                      thr, pen_tol)
+            if not ok:
+                return PYTHON_PAIRS, none
+            fresh = ~before
     # ended apart with a travel beyond the thinner body: FCL's exact separation decides
     for i in range(m):
         if not ended[i] and 0.0 < thick[i] and thick[i] <= Tf[i]:
-            return False
-    return True
+            return PYTHON_PAIRS, none
+    n_fresh = 0
+    for e in range(fresh.shape[0]):
+        if fresh[e]:
+            n_fresh += 1
+    if n_fresh == 0:
+        return (CLEAR, none) if n_kernel == 0 else (PYTHON_PAIRS, none)   # (the kernel's view: step())
+    # new overlaps among the undecided: every new pair is localised through the model (a PairView),
+    # the kernel's first (impact._check_fast_pairs: new + fcl_new)
+    new = np.empty((n_kernel + n_fresh, 2), np.int64)
+    j = 0
+    for i in range(m):
+        if status[i] == 1:
+            new[j, 0] = fp[i, 0]
+            new[j, 1] = fp[i, 1]
+            j += 1
+    for e in range(fresh.shape[0]):
+        if fresh[e]:
+            new[j, 0] = end_pairs[e, 0]
+            new[j, 1] = end_pairs[e, 1]
+            j += 1
+    return LOCALISE, new
+
+
+#: below this fraction of the move ``impact._localize`` gives up cutting (its FALLBACK_MIN_FRACTION):
+#: the Python path's fallback
+FALLBACK_MIN_FRACTION = 2.0 ** -20
+
+#: fast_pairs_clear's codes
+CLEAR = 0
+PYTHON_PAIRS = 1
+LOCALISE = 2
+
+
+@njit(cache=True)
+def _separation(e_overlap, Xs, pairs, bstart, bcount, P, C, C2, cyl, thr, pen_tol):
+    """``min(CollisionModel.contact_separations(X, pairs, thr))`` (NaN: a buffer overflowed, the
+    Python path grows it)."""
+    d = np.inf
+    pair1 = np.empty((1, 2), np.int64)
+    t1 = np.empty(1)
+    for p in range(pairs.shape[0]):
+        i = pairs[p, 0]
+        j = pairs[p, 1]
+        sep = np.inf
+        first = True
+        for sa in range(bstart[i], bstart[i] + bcount[i]):
+            for sb in range(bstart[j], bstart[j] + bcount[j]):
+                pair1[0, 0] = sa
+                pair1[0, 1] = sb
+                t1[0] = thr
+                _, f = call_native(e_overlap, "overlap_status", (Xs, Xs, pair1, t1, P, np.inf, thr, C, C2, cyl))
+                x = f[0]
+                if x != x:
+                    return np.nan
+                if first or x < sep:            # (Python's min over the shape pairs)
+                    sep = x
+                first = False
+        if -pen_tol <= sep and sep < 0.0:
+            sep = 0.0
+        if p == 0 or sep < d:                   # (np.min: no NaN here)
+            d = sep
+    return d
+
+
+@njit(cache=True)
+def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ,
+             X_CJ, axis, perp, kind, joint_q, cand, lo, hi, tol, rigid_tol, shape_body, X_LS, plain_frames, new,
+             bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol, kb, Xa, kcom):
+    """``impact._localize`` of the body pairs ``new`` through the model (``localize_impact`` with a
+    ``PairView``: at most 30 halvings; a pair interpenetrating at the start, or halvings that do
+    not end within the threshold, give 1.0 as its CollisionError does), the move at fraction f being
+    the trial move of f h, the moving bases ``kb`` (placed at t + h, not turning) on their way from
+    ``Xa`` at a constant velocity (Simulator._first_impact_fraction's ``move``; ``kcom`` their com
+    offsets in their frames).  Returns (ok, fraction): ok False where the Python path does more (a
+    fraction below FALLBACK_MIN_FRACTION, a pose or a query it would refuse or grow for)."""
+    nk = kb.shape[0]
+    Rc = np.empty((nk, 3))              # the com offsets in W, the com at t and its travel
+    ca = np.empty((nk, 3))
+    dc = np.empty((nk, 3))
+    for i in range(nk):
+        for j in range(3):
+            Rc[i, j] = Xa[i, j, 0] * kcom[i, 0] + Xa[i, j, 1] * kcom[i, 1] + Xa[i, j, 2] * kcom[i, 2]
+            ca[i, j] = Rc[i, j] + Xa[i, j, 3]
+            dc[i, j] = (Rc[i, j] + X_static[kb[i], j, 3]) - ca[i, j]
+    f = 1.0
+    lo_f = 0.0
+    hi_f = 1.0
+    watch = new.copy()
+    for it in range(34):
+        # it 0: the end (f = 1), 1: the start, then the halvings (``watch`` the pairs that overlap)
+        if it == 0:
+            f = 1.0
+        elif it == 1:
+            f = 0.0
+        elif it == 32:
+            f = lo_f                    # (after the halvings: the last free fraction)
+        elif it == 33:
+            break
+        else:
+            f = 0.5 * (lo_f + hi_f)
+        X = call_native(e_move, "trial_move", (c, q, v, f * h, X_static, table_index, com_L, parent, child, X_PJ,
+                                                X_CJ, axis, perp, kind, joint_q, cand, lo, hi, tol, False))[2]
+        for i in range(nk):
+            for j in range(3):
+                for m in range(3):
+                    X[kb[i], j, m] = Xa[i, j, m]
+                X[kb[i], j, 3] = (ca[i, j] + f * dc[i, j]) - Rc[i, j]
+        bad, Xs = call_native(e_frames, "shape_frames", (X, rigid_tol, shape_body, X_LS))
+        if bad >= 0:
+            return False, 1.0
+        if plain_frames:
+            Xs = X
+        if it == 32:
+            d = _separation(e_overlap, Xs, watch, bstart, bcount, P, C, C2, cyl, thr, pen_tol)
+            if d != d:
+                return False, 1.0
+            if 0.0 < d and d <= thr:
+                return (False, 1.0) if lo_f < FALLBACK_MIN_FRACTION else (True, lo_f)
+            return True, 1.0
+        ok, hit = _penetrating(e_meet, e_overlap, Xs, new, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
+        if not ok:
+            return False, 1.0
+        nh = 0
+        for j in range(hit.shape[0]):
+            if hit[j]:
+                nh += 1
+        if it == 0 and nh == 0:
+            return True, 1.0
+        if it == 1:
+            if nh:
+                return True, 1.0        # overlapping before the move: a contact already
+            continue
+        if nh:
+            watch = np.empty((nh, 2), np.int64)
+            k = 0
+            for j in range(hit.shape[0]):
+                if hit[j]:
+                    watch[k, 0] = new[j, 0]
+                    watch[k, 1] = new[j, 1]
+                    k += 1
+            if it > 1:
+                hi_f = f
+            continue
+        d = _separation(e_overlap, Xs, watch, bstart, bcount, P, C, C2, cyl, thr, pen_tol)
+        if d != d:
+            return False, 1.0
+        if 0.0 < d and d <= thr:
+            if f < FALLBACK_MIN_FRACTION:
+                return False, 1.0
+            return True, f
+        if d <= 0.0:
+            hi_f = f
+        else:
+            lo_f = f
+    return True, 1.0
+
+
+@njit(cache=True)
+def contacts_at(e_contacts, e_limit, Xs, cpairs, bstart, bcount, P, svalid, thr, cos_tol, region_tol, C, C2, C3, RS,
+                O_ab, O_v, O_s, cyl, max_points, region_cos):
+    """Step 4 at shape poses ``Xs`` as ``CollisionModel.contacts`` gives it (region points limited):
+    (ok, k, ab, v, s); ok False when the buffers are too small (the Python path grows them)."""
+    k, worst = call_native(e_contacts, "contacts_kernel", (Xs, cpairs, bstart, bcount, P, svalid, thr, cos_tol,
+                                                            region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl))
+    if worst > C.shape[0] or k > O_s.shape[0]:
+        return False, 0, np.empty((4, 0), np.int64), np.empty((6, 0, 3)), np.empty(0)
+    if 0 < max_points and max_points < k:
+        k = call_native(e_limit, "limit_regions_in_place", (O_ab, O_v, O_s, k, max_points, region_cos))
+    return True, k, O_ab[:, :k].copy(), O_v[:, :k].copy(), O_s[:k].copy()
 
 
 @njit(cache=True)
 def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
             c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, joint_q,
             cand, lo, hi, tol,
-            vel, bX, pairs, blo, bhi, radius, thr, cpairs, kb, Xa, kvel, e_meet, e_overlap, thickness, MP, max_thr,
+            vel, bX, pairs, blo, bhi, radius, thr, cpairs, kb, Xa, kvel, kcom, e_meet, e_overlap, thickness, MP,
+            max_thr,
             rigid_tol, shape_body, X_LS, plain_frames,
             bstart, bcount, P, svalid, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl,
             max_points, region_cos, pen_tol):
@@ -185,10 +376,11 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
     ``limit_regions_in_place`` (``max_points`` 0: no limit), and the deepest separation allowed
     (m, > 0).
 
-    Returns (code, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab (4, k), v (6, k, 3), s (k,)): the
-    trial move's outputs and the contacts at the trial pose as ``CollisionModel.contacts`` copies
+    Returns (code, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab (4, k), v (6, k, 3), s (k,), frac):
+    the trial move's outputs and the contacts at the trial pose as ``CollisionModel.contacts`` copies
     them from its blocks (body_a, body_b, shape_a, shape_b / point, normal, point_a, point_b, t1, t2
-    / separation); the contacts only with code OK."""
+    / separation); the contacts only with code OK; with code CUT the fraction of the move to take
+    (the first contact, :func:`localize`)."""
     c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed, X0 = call_native(
         e_move, "trial_move", (c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis,
                                perp, kind, joint_q, cand, lo, hi, tol, True))
@@ -196,7 +388,7 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
     vv = np.empty((6, 0, 3))
     s = np.empty(0)
     if crossed:
-        return CROSSED, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
+        return CROSSED, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
     for i in range(table_index.shape[0]):
         for j in range(6):
             vel[table_index[i], j] = v[i, j]
@@ -216,7 +408,7 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
             vel[kb[i], j] = 0.0
     bad, Xs = call_native(e_frames, "shape_frames", (X, rigid_tol, shape_body, X_LS))
     if bad >= 0:
-        return BAD_POSE, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
+        return BAD_POSE, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
     if plain_frames:
         Xs = X
     if fail.shape[0]:
@@ -224,18 +416,25 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
         bad0, X0s = call_native(e_frames, "shape_frames", (X0, rigid_tol, shape_body, X_LS))
         if plain_frames:
             X0s = X0
-        if bad0 >= 0 or not fast_pairs_clear(e_meet, e_overlap, X0s, Xs, pairs, fail, T, thickness, bstart, bcount,
-                                             P, svalid, MP, C, C2, cyl, thr, pen_tol, max_thr):
-            return SCREEN, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
-    k, worst = call_native(e_contacts, "contacts_kernel", (Xs, cpairs, bstart, bcount, P, svalid, thr, cos_tol,
-                                                            region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl))
-    if worst > C.shape[0] or k > O_s.shape[0]:
-        return OVERFLOW, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
-    if 0 < max_points and max_points < k:
-        k = call_native(e_limit, "limit_regions_in_place", (O_ab, O_v, O_s, k, max_points, region_cos))
-    ab = O_ab[:, :k].copy()
-    vv = O_v[:, :k].copy()
-    s = O_s[:k].copy()
+        if bad0 >= 0:
+            return SCREEN, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
+        code, new = fast_pairs_clear(e_meet, e_overlap, X0s, Xs, pairs, fail, T, thickness, bstart, bcount, P, svalid,
+                                     MP, C, C2, cyl, thr, pen_tol, max_thr)
+        if code == PYTHON_PAIRS:
+            return SCREEN, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
+        if code == LOCALISE:
+            ok, frac = localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_index, com_L, parent,
+                                child, X_PJ, X_CJ, axis, perp, kind, joint_q, cand, lo, hi, tol, rigid_tol, shape_body,
+                                X_LS, plain_frames, new, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol, kb,
+                                Xa, kcom)
+            if not ok:
+                return SCREEN_CUT, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
+            if frac < 1.0:
+                return CUT, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, frac
+    ok, k, ab, vv, s = contacts_at(e_contacts, e_limit, Xs, cpairs, bstart, bcount, P, svalid, thr, cos_tol,
+                                   region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos)
+    if not ok:
+        return OVERFLOW, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
     if k:
         m = s[0]                  # (Python's min over a list: a NaN first stays, later ones are passed over)
         for i in range(1, k):
@@ -244,8 +443,8 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
         if m < -pen_tol and not deep_pairs_old(e_meet, e_overlap, X0, Xs, ab, s, rigid_tol, shape_body, X_LS,
                                                 plain_frames, e_frames, bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
                                                 pen_tol):
-            return DEEP, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s
-    return OK, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab, vv, s
+            return DEEP, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
+    return OK, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, k, ab, vv, s, 1.0
 
 
 @njit(cache=True)
@@ -279,13 +478,14 @@ def deep_pairs_old(e_meet, e_overlap, X0, Xs, ab, sep, rigid_tol, shape_body, X_
 
 
 @njit(cache=True)
-def place_bases(t, h, X_static, kb, kX0, kd, kt0, kdur, kcom, V, Xa, kvel):
+def place_bases(t, h, X_static, kb, kX0, kd, kt0, kdur, kcom, V, Xa, kvel, again):
     """Moving bases at time ``t`` (``Simulator._kinematic_velocities`` for QuinticBaseMotion's, the
     same floating-point operations): their poses at the step's start into ``Xa``, their poses at ``t``
     into ``X_static``, their velocities [v_com; w] into their rows of ``V`` and the velocities the
     impact screen moves them at over the step (``Simulator._first_impact_fraction``) into ``kvel``.
     False (nothing placed) when a base's rotation is not the motion's (the Python path interpolates
-    it)."""
+    it).  ``again``: a step cut at time ``t`` (Simulator._move): the bases placed there, their rows
+    of ``V`` with them; ``Xa`` and ``kvel`` as they were."""
     for i in range(kb.shape[0]):
         for r in range(3):
             for cc in range(3):
@@ -293,9 +493,10 @@ def place_bases(t, h, X_static, kb, kX0, kd, kt0, kdur, kcom, V, Xa, kvel):
                     return False
     for i in range(kb.shape[0]):
         b = kb[i]
-        for r in range(4):
-            for cc in range(4):
-                Xa[i, r, cc] = X_static[b, r, cc]
+        if not again:
+            for r in range(4):
+                for cc in range(4):
+                    Xa[i, r, cc] = X_static[b, r, cc]
         # control/trajectory.py quintic (math.pow: the C pow of Python's float ** int)
         x = min(1.0, max(0.0, (t - kt0[i]) / kdur[i]))
         s = math.pow(x, 3.0) * (10 - 15 * x + 6 * x * x)
@@ -323,9 +524,10 @@ def place_bases(t, h, X_static, kb, kX0, kd, kt0, kdur, kcom, V, Xa, kvel):
         V[b, 4] = w1
         V[b, 5] = w2
         # the screened move: the com from its place at t to its place at t + h (the same rotation)
-        for j in range(3):
-            kvel[i, j] = ((com[j] + X_static[b, j, 3]) - (com[j] + Xa[i, j, 3])) / h
-            kvel[i, 3 + j] = 0.0 / h
+        if not again:
+            for j in range(3):
+                kvel[i, j] = ((com[j] + X_static[b, j, 3]) - (com[j] + Xa[i, j, 3])) / h
+                kvel[i, 3 + j] = 0.0 / h
     return True
 
 
@@ -358,14 +560,15 @@ PYTHON = 1       # the next step needs the Python path (the state is the one bef
 #: why (the last value returned): a check of the state, a sleeping object moved in place, the
 #: command's check, a base that turns, collide's code (+ W_COLLIDE), a friction coefficient that is not
 #: a number, a sleeping object touched, an LCP the solver did not solve, the warm-start table full, a
-#: non-finite result, an object at rest long enough to sleep, a clutch, the world falling asleep
+#: non-finite result, an object at rest long enough to sleep, a clutch, the world falling asleep, a cut
+#: step the loop does not take (its contacts' buffers, the stall guard)
 (W_STATE, W_MOVED, W_COMMAND, W_TURN, W_COLLIDE, W_MU, W_TOUCHED, W_SOLVER, W_TABLE, W_FINITE, W_RESTED, W_CLUTCH,
- W_ASLEEP) = (1, 2, 3, 4, 10, 20, 21, 22, 23, 24, 25, 26, 27)
+ W_ASLEEP, W_CUT) = (1, 2, 3, 4, 10, 20, 21, 22, 23, 24, 25, 26, 27, 28)
 
 
 @njit(cache=True)
 def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, ASM, ISL, SOLV, FIN, RST, BRK,
-                  KIN, MON, ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest,
+                  KIN, MON, CUTS, ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest,
                   bodies_rest, rec_t, rec_c, rec_q, rec_v, rec_jq, rec_h, rec_k):
     """Up to ``n`` steps of ``Simulator.step``'s common path in one call, each computed and committed
     as the Python path does (see ``graspsim.dynamics.rollout``).  Before a step that needs anything
@@ -404,6 +607,9 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
     # the settle test (rollout.Settle: watched DOFs' rows of P, joint offsets, gains, ...)
     (mon_on, mP, moff, mkp, msign, mstill, mfull, mq0, mq1, mt0, mdur, mhold, still_for) = MON
     settled = False
+    # cut steps in a row and when they began (SimData.cuts), the stall guard's limits, H_FLOOR
+    (cuts0, cuts1, stall_steps, stall_time, h_floor) = CUTS
+    frac_last = 1.0
     code = DONE
     why = 0
     done = 0
@@ -450,21 +656,46 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
             why = W_COMMAND
             break
         if driven:
-            if not place_bases(t + h, h, X_static, kb, kX0, kdisp, kt0, kdur, kcom, Vk, Xa, kvel):
+            if not place_bases(t + h, h, X_static, kb, kX0, kdisp, kt0, kdur, kcom, Vk, Xa, kvel, False):
                 code = PYTHON        # a base that turns (a rotation to interpolate): step()
                 why = W_TURN
                 break
             placed = True
         r = collide(e_move, e_screen, e_frames, e_contacts, e_limit, c, q, v, h, X_static, table_index, com_L,
                     parent, child, X_PJ, X_CJ, axis, perp, kind, jq, cand, lo, hi, tol, vel, bX, pairs, blo, bhi,
-                    radius, thr, cpairs, kb, Xa, kvel, e_meet, e_overlap, thickness, MP, max_thr, rigid_tol,
+                    radius, thr, cpairs, kb, Xa, kvel, kcom, e_meet, e_overlap, thickness, MP, max_thr, rigid_tol,
                     shape_body, X_LS, plain, bstart, bcount, P, svalid, cos_tol,
                     region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos, pen_tol)
-        if r[0] != OK:
+        if r[0] != OK and r[0] != CUT:
             code = PYTHON
             why = W_COLLIDE + r[0]
             break
-        _, c1, q1, X, o, o_c, R, R_c, ax, pp_, jq1, k, ab, vv, sep = r
+        _, c1, q1, X, o, o_c, R, R_c, ax, pp_, jq1, k, ab, vv, sep, frac = r
+        cut = r[0] == CUT
+        hs = h                          # the step's length (Simulator._Move.h)
+        if cut:
+            # the move up to the first contact, the contacts there (Simulator._move, step 4)
+            hs = max(frac * h, min(h, h_floor))
+            if driven:      # the moving bases at the cut's end (Simulator._move), the move from there
+                place_bases(t + hs, h, X_static, kb, kX0, kdisp, kt0, kdur, kcom, Vk, Xa, kvel, True)
+            c1, q1, X, o, o_c, R, R_c, ax, pp_, jq1, _, _ = call_native(
+                e_move, "trial_move", (c, q, v, frac * h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ,
+                                       axis, perp, kind, jq, cand, lo, hi, tol, False))
+            bad, Xs = call_native(e_frames, "shape_frames", (X, rigid_tol, shape_body, X_LS))
+            if plain:
+                Xs = X
+            ok_c = bad < 0
+            if ok_c:
+                ok_c, k, ab, vv, sep = contacts_at(e_contacts, e_limit, Xs, cpairs, bstart, bcount, P, svalid, thr,
+                                                   cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl,
+                                                   max_points, region_cos)
+            # the stall guard (Simulator._stall_guard) and a step below the clock's resolution: step()
+            n_cuts = cuts0 + 1
+            since = t if cuts0 == 0 else cuts1
+            if not ok_c or not t + hs > t or (n_cuts >= stall_steps and t + hs - since < stall_time):
+                code = PYTHON
+                why = W_CUT
+                break
         # the contact arrays and materials (Simulator._contact_arrays, _material_lookup)
         if k:
             ca, cb = ab[0], ab[1]
@@ -510,7 +741,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
             why = W_TOUCHED
             break
         labels, n_isl = call_native(e_isl, "islands", (comp, ncomp, sa, sb))
-        _m, Minv, aM = call_native(e_mass, "mass_terms", (mass, inertia_L, q1, v, kw, h))
+        _m, Minv, aM = call_native(e_mass, "mass_terms", (mass, inertia_L, q1, v, kw, hs))
         # the warm-start table as it was: a step left to the Python path starts from it
         keys0, used0, ta0, tb0, store0, meta0 = keys.copy(), used.copy(), ta.copy(), tb.copy(), store.copy(), \
             meta.copy()
@@ -524,8 +755,8 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
                 for j in range(6):
                     v_new[i, j] = 0.0
         c2, q2, finite, lin, ang, rest1, rested = call_native(
-            e_finish, "finish", (c1, q1, dx, v_new, bodies_rest, group, is_object, h_rest, lin_limit, ang_length,
-                                 after))
+            e_finish, "finish", (c1, q1, dx, v_new, bodies_rest, group, is_object, 0.0 if cut else h_rest,
+                                 lin_limit, ang_length, after))
         leave = status != 0 or meta[0] > entries_max or not finite or (sleep and rested)
         if leave:
             why = W_SOLVER if status != 0 else W_TABLE if meta[0] > entries_max else W_FINITE if not finite \
@@ -536,13 +767,13 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
                 leave = True
                 why = W_CLUTCH
         for i in range(fd.shape[0]):
-            if abs(hard_impulse[ne + fhard[i]]) / h > ftorque[i]:
+            if abs(hard_impulse[ne + fhard[i]]) / hs > ftorque[i]:
                 leave = True
                 why = W_CLUTCH
         # the world's rest count (Simulator._rest; sleep.resting, sleep.steady)
         ok_rest = False
         if sleep and not leave:
-            ok_rest = not driven and root3 * max(lin, ang_length * ang) < sleep_speed
+            ok_rest = not driven and not cut and root3 * max(lin, ang_length * ang) < sleep_speed
             if ok_rest:
                 ok_rest = has_rest and rest_A.shape == A.shape and rest_imp.shape == impulses.shape
             if ok_rest:
@@ -569,7 +800,12 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
             break
         # commit (Simulator._commit, _rest_objects, _rest)
         placed = False
-        t = t + h
+        t = t + hs
+        if cut:
+            cuts0, cuts1 = n_cuts, since
+        else:
+            cuts0 = 0
+        frac_last = frac if cut else 1.0
         c, q, v, jq = c2, q2, v_new, jq1
         steps += 1
         for i in range(ext.shape[0]):
@@ -591,7 +827,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last = \
             k, ab, vv, sep, impulses, sizes_isl, pivots, n_isl
         rec_t[done] = t
-        rec_h[done] = h
+        rec_h[done] = hs
         rec_k[done] = k
         for i in range(nb):
             for j in range(3):
@@ -606,7 +842,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         if mon_on:
             rates = call_native(e_rates, "joint_rates", (X_static, table_index, c, q, com_L, com_L_all, parent, child,
                                                           X_PJ, X_CJ, axis, perp, kind, jq, slot, v))
-            still_for = still_for + h if settle_ok(t, jq, rates, mP, moff, mkp, msign, mstill, mfull, mq0, mq1, mt0,
+            still_for = still_for + hs if settle_ok(t, jq, rates, mP, moff, mkp, msign, mstill, mfull, mq0, mq1, mt0,
                                                    mdur) else 0.0
             if still_for >= mhold - 1e-12:
                 settled = True
@@ -618,4 +854,4 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
                     X_static[kb[i], r, cc] = Xa[i, r, cc]
     return (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
             has_rest, bodies_rest, k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last, why,
-            still_for, settled)
+            still_for, settled, cuts0, cuts1, frac_last)

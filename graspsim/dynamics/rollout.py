@@ -77,7 +77,7 @@ LEFT: Counter = Counter()
 def reasons() -> dict:
     """This process's loop stops by reason name (see ``_step_kernel``'s ``W_*`` codes)."""
     names = {getattr(SK, n): n[2:].lower() for n in dir(SK) if n.startswith("W_") and n != "W_COLLIDE"}
-    for n in ("CROSSED", "SCREEN", "BAD_POSE", "OVERFLOW", "DEEP"):
+    for n in ("CROSSED", "SCREEN", "BAD_POSE", "OVERFLOW", "DEEP", "SCREEN_CUT"):
         names[SK.W_COLLIDE + getattr(SK, n)] = n.lower()
     return {names.get(k, str(k)): v for k, v in LEFT.items() if k}
 
@@ -250,6 +250,13 @@ class CompiledLoop:
             got = _ADDRESSES[key] = tuple(native_entry_types(_KERNELS[n], sig[n])[0] for n in _NAMES)
         return got
 
+    def _cuts(self) -> tuple:
+        """The loop's CUTS argument: the data block's run of cut steps, the stall guard's limits."""
+        from .simulator import H_FLOOR, STALL_ADVANCE, STALL_STEPS
+
+        cuts = self.sim._data.cuts
+        return (int(cuts[0]), float(cuts[1]), int(STALL_STEPS), float(STALL_ADVANCE * self.sim.dt), float(H_FLOOR))
+
     def run(self, n: int, rec: tuple, at: int, until: "Settle | None" = None) -> int:
         """Up to ``n`` steps into the record arrays ``rec`` (the fields of a
         :class:`~graspsim.dynamics.simulator.Rollout` in order) from row ``at``; the steps taken (the
@@ -269,7 +276,7 @@ class CompiledLoop:
         rt, rc, rq, rv, rj, rh, rk, rb = (r[at:] for r in rec)
         args = (self.E, n, float(s.time), self.h, s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps), self.TM, self.SC,
                 self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, self.KIN,
-                _NO_SETTLE if until is None else until.arrays(sim), d.ext, *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq,
+                _NO_SETTLE if until is None else until.arrays(sim), self._cuts(), d.ext, *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq,
                 rv, rj, rh, rk)
         if not self.ready:
             # (compiling the loop costs ~11 s once: not for a short job on a cold cache)
@@ -294,7 +301,8 @@ class CompiledLoop:
             d.meta[:] = table0[5]
             return 0
         (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
-         has_rest, bodies_rest, k, ab, vv, sep, imp, sizes, piv, nisl, why, still_for, settled) = out
+         has_rest, bodies_rest, k, ab, vv, sep, imp, sizes, piv, nisl, why, still_for, settled, cuts0, cuts1,
+         frac) = out
         LEFT[why] += 1
         d.set_table(keys, used, ta, tb, store)
         if not done:
@@ -306,7 +314,7 @@ class CompiledLoop:
             rk[:done] += len(d.bodies_contacts[0])
         sim._state = SimState(t, c, q, v, jq, s.broken.copy(), s.lock.copy(), steps)
         d.cwarm = (pa, pb, pp, pf) if len(pa) else None
-        d.cuts[0] = 0
+        d.cuts[0], d.cuts[1] = int(cuts0), float(cuts1)
         if sim.sleep:
             d.bodies_rest = bodies_rest
             d.rest[0], d.rest[1], d.rest[2] = rest_t, rest_A, rest_imp
@@ -314,7 +322,7 @@ class CompiledLoop:
         if k:
             cs = _contact_set((ab[0], ab[1], vv[0], vv[1], sep, vv[4], vv[5], vv[2], vv[3], ab[2], ab[3]),
                               sim.table.names)
-        sim.info = StepInfo(h=self.h, fraction=1.0, contacts=cs, contact_impulse=imp,
+        sim.info = StepInfo(h=float(rh[done - 1]), fraction=float(frac), contacts=cs, contact_impulse=imp,
                             lcp_sizes=[m for m in sizes.tolist() if m > 0], pivots=int(piv), islands=int(nisl),
                             timing={})
         return done

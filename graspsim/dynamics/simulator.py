@@ -1383,8 +1383,9 @@ class Simulator:
             X = self._trial_move(s, f * h)[2]
             for b, Ra, ca, dc, w, cL in paths:
                 n = float(np.linalg.norm(w))
-                R = (spatial.rot_axis_angle(w / n, f * n) if n > 0 else np.eye(3)) @ Ra
-                X[b, :3, :3], X[b, :3, 3] = R, ca + f * dc - R @ cL
+                R = spatial.rot_axis_angle(w / n, f * n) @ Ra if n > 0 else Ra
+                # (the com offset summed left to right: the compiled loop's bisection moves it so too)
+                X[b, :3, :3], X[b, :3, 3] = R, ca + f * dc - np.array(_rotate(R, cL))
             return X
         try:
             return first_impact(self._collision_model(), X0, X1, vel, self._body_radius, h, move,
