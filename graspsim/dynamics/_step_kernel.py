@@ -68,6 +68,23 @@ def _penetrating(e_meet, e_overlap, Xs, pairs, bstart, bcount, P, svalid, MP, C,
 
 
 @njit(cache=True)
+def _rows_where(pairs, mask):
+    """The rows of ``pairs`` (m, 2) where ``mask`` holds, in order."""
+    n = 0
+    for j in range(mask.shape[0]):
+        if mask[j]:
+            n += 1
+    out = np.empty((n, 2), np.int64)
+    e = 0
+    for j in range(mask.shape[0]):
+        if mask[j]:
+            out[e, 0] = pairs[j, 0]
+            out[e, 1] = pairs[j, 1]
+            e += 1
+    return out
+
+
+@njit(cache=True)
 def _no_new_overlap(e_meet, e_overlap, X0s, X1s, pairs, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol):
     """``first_impact``'s test of body ``pairs`` (m, 2): those interpenetrating at the end of the
     move (shape poses ``X1s``) must have been at its start (``X0s``).  Returns (ok, end (m,)): ok
@@ -75,19 +92,10 @@ def _no_new_overlap(e_meet, e_overlap, X0s, X1s, pairs, bstart, bcount, P, svali
     ok, end = _penetrating(e_meet, e_overlap, X1s, pairs, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
     if not ok:
         return False, end
-    n = 0
-    for j in range(pairs.shape[0]):
-        if end[j]:
-            n += 1
+    ep = _rows_where(pairs, end)
+    n = ep.shape[0]
     if n == 0:
         return True, end
-    ep = np.empty((n, 2), np.int64)
-    e = 0
-    for j in range(pairs.shape[0]):
-        if end[j]:
-            ep[e, 0] = pairs[j, 0]
-            ep[e, 1] = pairs[j, 1]
-            e += 1
     ok, before = _penetrating(e_meet, e_overlap, X0s, ep, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
     if not ok:
         return False, end
@@ -163,19 +171,11 @@ def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bst
         ok, end = _penetrating(e_meet, e_overlap, X1s, ask, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
         if not ok:
             return PYTHON_PAIRS, none
-        n_end = 0
         for j in range(n_ask):
             if end[j]:
-                n_end += 1
                 ended[where[j]] = True
-        if n_end:
-            end_pairs = np.empty((n_end, 2), np.int64)
-            e = 0
-            for j in range(n_ask):
-                if end[j]:
-                    end_pairs[e, 0] = ask[j, 0]
-                    end_pairs[e, 1] = ask[j, 1]
-                    e += 1
+        end_pairs = _rows_where(ask, end)
+        if end_pairs.shape[0]:
             ok, before = _penetrating(e_meet, e_overlap, X0s, end_pairs, bstart, bcount, P, svalid, MP, C, C2, cyl,
                                       thr, pen_tol)
             if not ok:
@@ -318,13 +318,7 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
                 return True, 1.0        # overlapping before the move: a contact already
             continue
         if nh:
-            watch = np.empty((nh, 2), np.int64)
-            k = 0
-            for j in range(hit.shape[0]):
-                if hit[j]:
-                    watch[k, 0] = new[j, 0]
-                    watch[k, 1] = new[j, 1]
-                    k += 1
+            watch = _rows_where(new, hit)
             if it > 1:
                 hi_f = f
             continue
