@@ -168,7 +168,9 @@ def test_dynamic_auto_grasp_through_the_loop_is_step_s():
             RO.CompiledLoop.run = run
         out.append((r, n))
     (a, na), (b, nb) = out
-    assert na[1] > a.steps // 2 and na[2] > 0 and nb[1] == 0     # most steps in the loop, some with the mug asleep
+    # all but a few steps in the loop (the first, the clutches giving way; 432 of 435 when written:
+    # the settle test and the impact cuts in it), some with the mug asleep
+    assert na[1] >= a.steps - 10 and na[2] > 0 and nb[1] == 0
     assert (a.settled, a.steps, a.time) == (b.settled, b.steps, b.time)
     for f in ("c", "q", "v", "joint_q", "broken", "lock"):
         assert np.array_equal(getattr(a.sim.state, f), getattr(b.sim.state, f)), f
@@ -207,7 +209,7 @@ def test_the_lift_moves_the_base_in_the_loop_as_step_does():
             RO.CompiledLoop.run = run
         out.append((r.sim, lift, n[0]))
     (a, la, na), (b, lb, nb) = out
-    assert na > 250 and nb == 0                                  # the lift's 300 steps, nearly all in the loop
+    assert na >= 295 and nb == 0                                 # the lift's 300 steps, all but a few in the loop
     for f in ("c", "q", "v", "joint_q", "broken", "lock"):
         assert np.array_equal(getattr(a.state, f), getattr(b.state, f)), f
     assert np.array_equal(a._data.X_static, b._data.X_static) and a.state.steps == b.state.steps

@@ -227,16 +227,14 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
     clutch: dict[int, Breakaway] = {}
     broken = sim.state.broken[sl].tolist()
     prev_q = sim.dof_values()[sl]
-    watch = [d for d in range(len(robot.dofs)) if closing[d]]
-    full = effort_now * (1 - 1e-9)
     bar = _progress(timeout, f"dynamic grasp of '{obj or hand}'", progress)
     cpd = ctl.compiled()          # (the trajectories and gains stay as they are until the end)
     h_max = sim.dt                # no step is longer (an impact cuts one shorter)
     # the settle test after every step (rollout.Settle; in the compiled loop too): the closing DOFs
     # still, and either blocked (the drive pushes with its full effort towards a reference ahead of
     # it) or at the end of the reference
-    w = np.array(watch, np.int64)
-    test = Settle(sl.start + w, still_speed[w], ctl.kp[sl][w], sign[w], np.asarray(full)[w], traj.q0[w],
+    w = np.flatnonzero(closing)
+    test = Settle(sl.start + w, still_speed[w], ctl.kp[sl][w], sign[w], effort_now[w] * (1 - 1e-9), traj.q0[w],
                   traj.q1[w], traj.t0, traj.duration, settle_time)
     last = None                   # the last step's record (1 row): the DOF values before a clutch gave way
     t0 = _t.perf_counter()
@@ -253,7 +251,7 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
             bar.update(float(ro.h.sum()))
         now = ro.broken[m - 1, sl].tolist()
         if now != broken:       # a clutch gave way in the last step (one through step(), which ends it)
-            before = last if m == 1 else ro.head(m - 1).tail(1)
+            before = last if m == 1 else ro.head(m - 1).tail(1)      # (the step before it)
             prev_q = sim.rollout_dofs(before)[0][0, sl] if before is not None else prev_q
             for k in range(len(now)):
                 if now[k] and not broken[k]:

@@ -335,7 +335,9 @@ class Settle:
     sign >= ``full`` (N m or N).  :func:`graspsim.control.dynamic_auto_grasp`'s settle test, for
     ``Simulator.rollout(..., until=...)``: the compiled loop evaluates it after each step
     (``_step_kernel.settle_ok``), :meth:`after_step` the same on Python floats after a step through
-    ``step()``.  ``still_for`` (s) and ``settled`` carry over from one rollout to the next."""
+    ``step()`` -- a copy, not a call of the kernel, so that a job that never uses the loop (the
+    README's first, on a cold cache) compiles nothing for it.  ``still_for`` (s) and ``settled``
+    carry over from one rollout to the next."""
 
     def __init__(self, dofs, still, kp, sign, full, q0, q1, t0: float, duration: float, hold: float):
         self.dofs = np.asarray(dofs, np.int64).reshape(-1)
