@@ -11,7 +11,7 @@ Scenes:
               after 0.2 s of settling (every step computed: the cost of the step itself)
   mug_hold    Barrett hand (fixed palm) holding the mug after a dynamic auto-grasp, table present
               (``mug_hold-rollout``, ``puma_grasp-rollout``: the same steps through ``Simulator.rollout``'s
-              compiled loop)
+              compiled loop; ``drop20-rollout`` likewise, without a controller)
   puma_grasp  Barrett on the Puma during the dynamic auto-grasp of the handset
   drop20      20 cubes (6 cm, 0.2 kg) dropped on a table (poses as in the peers' drop scene)
   clutterN    the Barrett spreading its fingers in the air above the mug, N cubes resting around it
@@ -190,6 +190,9 @@ def main() -> None:
             sim = Simulator(graspsim.load_world(drop_world(20, d)))
             sim.run(0.3)
             rows.append(("drop20", measure(sim, None, max(50, n // 4))))
+            sim = Simulator(graspsim.load_world(drop_world(20, d)))
+            sim.run(0.3)
+            rows.append(("drop20-rollout", measure_rollout(sim, None, max(50, n // 4))))
         if "clutter" in scenes:
             for k in (0, 8):
                 for sleep in (True, False):

@@ -295,3 +295,64 @@ def test_a_lift_with_a_python_feedforward_steps_it():
     (la, sa), (lb, sb) = out
     assert np.array_equal(sa.c, sb.c) and (la.lifted, la.slip) == (lb.lifted, lb.slip)
     assert la.held and abs(la.lifted - 0.05) < 1e-3          # the mug rose the commanded 5 cm
+
+
+def _dropped_world(folder: Path) -> Path:
+    """The mug dropped from 4 mm and a 6 cm cube (0.2 kg) tilted by a few degrees from 5 mm onto the
+    table."""
+    p = folder / "mug_and_cube.yaml"
+    p.write_text(f"world: mug_and_cube\nunits: {{length: m, angle: deg}}\nobjects:\n"
+                 f"  - {{name: mug, file: {ROOT}/objects/mug.yaml, pose: {{xyz: [0, 0, 0.004]}}}}\n"
+                 f"  - {{name: cube, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [0.15, 0, 0.035], rpy: [5, 3, 20]}}}}\n"
+                 f"obstacles:\n  - {{name: table, file: {ROOT}/objects/table.yaml}}\n")
+    return p
+
+
+def test_a_rollout_without_a_controller_takes_the_loop(counted, tmp_path):
+    """The mug and a cube dropped on the table, no controller: the loop takes the free fall, the
+    landings' impact cuts and the settling (no command: step(None)'s), step() the mug falling asleep
+    on its own, the loop again the steps while it sleeps; the whole run is step()'s bit for bit, and
+    both end at rest on the table: the mug standing, the cube on a face (com 3 cm up)."""
+    w = _dropped_world(tmp_path)
+    sims = [Simulator(graspsim.load_world(w), compiled_loop=True) for _ in range(2)]
+    sims[0].step()
+    sims[1].step()
+    ro = sims[0].rollout(300, None)
+    _same(sims[0], ro, sims[1], _steps(sims[1], None, 300))
+    assert counted[1] >= 250 and counted[2] > 0 and int((ro.h < sims[0].dt).sum()) >= 2
+    assert sims[0].sleeping_bodies == ("mug",)
+    # physics: the mug stands on the table where it fell (its base on the table: z = 0 within the
+    # contact threshold's 0.1 mm, upright), the cube lies on a face, both at rest
+    X = sims[0].body_pose("mug")
+    assert abs(X[2, 3]) < 1e-4 and X[2, 2] > 1 - 1e-6 and np.hypot(X[0, 3], X[1, 3]) < 1e-3
+    X = sims[0].body_pose("cube")
+    assert abs(X[2, 3] - 0.03) < 1e-4 and np.abs(X[2, :3]).max() > 1 - 1e-6
+    assert np.abs(sims[0].state.v).max() < 1e-5
+
+
+def test_run_without_a_callback_takes_the_loop_as_step_does(counted):
+    """Simulator.run with a PDController and no callback steps through rollouts (the controller
+    compiled as it is): the Barrett closing on the mug, its landings and clutches, is run()'s step
+    by step bit for bit; with a callback, or a feedforward, every step goes through step()."""
+    def closing(loop):
+        sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=loop)
+        ctl = PDController(sim)
+        lim = sim.world.description.robots[0].robot.dof_limits
+        ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]], duration=0.4)
+        return sim, ctl
+
+    (sa, ca), (sb, cb) = closing(True), closing(False)
+    sa.run(0.8, ca)
+    assert counted[1] > 250
+    seen = []
+    sb.run(0.8, cb, callback=lambda s: seen.append(s.state.steps))
+    assert counted[1] < 400 and seen == list(range(1, sb.state.steps + 1))
+    for f in ("time", "steps", "c", "q", "v", "joint_q", "broken", "lock"):
+        assert np.array_equal(getattr(sa.state, f), getattr(sb.state, f)), f
+    assert sa.state.time >= 0.8 - 1e-12 and sa.state.time - sa.info.h < 0.8 - 1e-12   # run()'s end: the first step past
+    # physics: the distal clutches gave way on the mug, held still by three fingers
+    assert sa.state.broken[1:].all() and len(sa.contacts) >= 3 and np.abs(sa.state.v).max() < 1e-2
+    n0 = counted[1]
+    ca.feedforward = lambda sim, ri, q, qd, qdd: np.zeros(len(q))
+    sa.run(0.05, ca)
+    assert counted[1] == n0

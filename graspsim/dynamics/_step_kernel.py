@@ -558,10 +558,12 @@ PYTHON = 1       # the next step needs the Python path (the state is the one bef
 #: step the loop does not take (its contacts' buffers, the stall guard)
 (W_STATE, W_MOVED, W_COMMAND, W_TURN, W_COLLIDE, W_MU, W_TOUCHED, W_SOLVER, W_TABLE, W_FINITE, W_RESTED, W_CLUTCH,
  W_ASLEEP, W_CUT) = (1, 2, 3, 4, 10, 20, 21, 22, 23, 24, 25, 26, 27, 28)
+#: the loop's command (its CMD argument's first item): the compiled PD's, none
+CMD_PD, CMD_NONE = 0, 1
 
 
 @njit(cache=True)
-def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, ASM, ISL, SOLV, FIN, RST, BRK,
+def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CMD, ASM, ISL, SOLV, FIN, RST, BRK,
                   KIN, MON, CUTS, ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest,
                   bodies_rest, rec_t, rec_c, rec_q, rec_v, rec_jq, rec_h, rec_k):
     """Up to ``n`` steps of ``Simulator.step``'s common path in one call, each computed and committed
@@ -571,7 +573,8 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
     stops with the state (and the warm-start
     table: copied before each solve, restored) as they were before that step: code PYTHON.
     Each taken step is recorded at its row of ``rec_*``: time, coms, orientations, velocities, joint
-    values, step length and contact count.
+    values, step length and contact count.  ``CMD``: (CMD_PD, the compiled PD ``PDA``'s command each
+    step; or CMD_NONE, no controller: zero rows, as ``Simulator._no_cmd``).
     Returns (code, steps taken, t, c, q, v, jq, steps, table arrays, cwarm arrays and whether they
     hold contacts, rest counters, bodies_rest, the last taken step's contacts, impulses, LCP sizes,
     pivots and island count, why it stopped (a ``W_*`` code, 0 when every step was taken or it
@@ -585,6 +588,10 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
     (bstart, bcount, P, svalid, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos,
      pen_tol) = CKA
     (kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off, ps_t, ps_q) = PDA
+    # the command: CMD_PD the compiled PD's (PDA) each step; CMD_NONE none (A_in: zero rows, as
+    # Simulator._no_cmd)
+    (cmd_mode, A_in) = CMD
+    has_cmd = cmd_mode != CMD_NONE
     (com_L_all, slot, mass, gravity, rj, rt, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef,
      c_kappa, c_dof, c_lock, c_hard, kp_d, kd_d, visc_idx, visc, effort_max, MS, MK, shape_mat, body_mat, no_V,
      hc, gamma, threshold, u, static_speed, lock_gain, inertia_L) = ASM
@@ -643,8 +650,11 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
             code = PYTHON
             why = W_MOVED
             break
-        A, ok = call_native(e_pd, "pd_command", (t, h, kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off,
-                                                  ps_t, ps_q))
+        if cmd_mode == CMD_PD:
+            A, ok = call_native(e_pd, "pd_command", (t, h, kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off,
+                                                      ps_t, ps_q))
+        else:
+            A, ok = A_in, True
         if not ok:
             code = PYTHON
             why = W_COMMAND
@@ -707,7 +717,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         # (the argument tuple in parts: a literal of over ~30 items compiles to a list numba cannot type)
         a1 = (X, com_L_all, slot, mass, gravity, ext, v, jq1, kind, parent, child, axis, o, o_c, R, R_c)
         a2 = (ax, pp_, rj, rt, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef, c_kappa, c_dof)
-        a3 = (c_lock, c_hard, lock, kp_d, kd_d, visc_idx, visc, cand, lo, hi, tol, True, A, effort_max)
+        a3 = (c_lock, c_hard, lock, kp_d, kd_d, visc_idx, visc, cand, lo, hi, tol, has_cmd, A, effort_max)
         a4 = (ca, cb, cpoint, cnormal, ct1, ct2, csep, MS, MK, mat, ma, mb, driven, Vk if driven else no_V)
         a5 = (h, hc, gamma, threshold, u, static_speed, lock_gain)
         rows_b, jac, rhs, rcomp, sizes, hard_err, mu, kw, ne = call_native(e_asm, "assemble",
@@ -756,7 +766,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
             why = W_SOLVER if status != 0 else W_TABLE if meta[0] > entries_max else W_FINITE if not finite \
                 else W_RESTED
         # breakaway (Simulator._update_breakaway): a clutch that would give way or re-couple
-        for i in range(hd.shape[0]):
+        for i in range(hd.shape[0] if has_cmd else 0):
             if A[1, hd[i]] < 0 and jq1[hdist[i]] <= hrho[i] * jq1[hprox[i]] + hoff1[i] - hrho[i] * hoff0[i]:
                 leave = True
                 why = W_CLUTCH
@@ -769,8 +779,9 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, AS
         if sleep and not leave:
             ok_rest = not driven and not cut and root3 * max(lin, ang_length * ang) < sleep_speed
             if ok_rest:
+                # (without a command, has_rest says that the last step had none either: sleep.steady)
                 ok_rest = has_rest and rest_A.shape == A.shape and rest_imp.shape == impulses.shape
-            if ok_rest:
+            if ok_rest and has_cmd:
                 for i in range(A.shape[0]):
                     for j in range(A.shape[1]):
                         if A[i, j] != rest_A[i, j]:

@@ -1,7 +1,7 @@
 """Many steps in one compiled call: the loop of :meth:`graspsim.Simulator.rollout` (issue 18).
 
-``_step_kernel.rollout_steps`` runs the common path of ``Simulator.step`` -- a step not cut at an
-impact, with a compiled PD controller, the world awake, moving bases only along a
+``_step_kernel.rollout_steps`` runs the common path of ``Simulator.step`` -- with a compiled PD
+controller or none (:class:`NoController`), the world awake, moving bases only along a
 ``QuinticBaseMotion`` (which it evaluates itself) -- for as many steps as it can, each computed by
 the same kernels in the same order as the Python path (reached through their machine-code
 addresses, :mod:`graspsim._native`) and committed the same way, with no Python, no argument
@@ -86,13 +86,26 @@ _I = typeof(0)
 _B = typeof(True)
 
 
+class NoController:
+    """The loop's controller for a rollout without one (``SK.CMD_NONE``: no command, as
+    ``step(None)``): placeholder PD arrays of the compiled PD's types (one compiled loop for both)."""
+
+    mode = SK.CMD_NONE
+
+    def __init__(self, nd: int):
+        self.kp = self.kd = self.effort = np.zeros(nd)
+        self._refs = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(nd), np.zeros(nd),
+                      np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0), np.zeros((0, 1)))
+
+
 def eligible(sim, controller) -> bool:
-    """Can the compiled loop take the next steps of ``sim`` (else ``step()`` runs them)?"""
+    """Can the compiled loop take the next steps of ``sim`` (else ``step()`` runs them)?
+    ``controller``: a CompiledPD or a :class:`NoController`."""
     from ..control.pd import CompiledPD
 
     d = sim._data
     # (sleeping objects: the loop wakes none; their parameters changed, step() does)
-    return (isinstance(controller, CompiledPD) and not sim.profile and d.asleep is None
+    return (isinstance(controller, (CompiledPD, NoController)) and not sim.profile and d.asleep is None
             and (not sim._bodies_asleep or d.bodies_key == sim._sleep_key())
             and all(getattr(m, "quintic_translation", None) is not None for m in sim._kinematic.values())
             and not sim.restitution and sim._lemke is None
@@ -130,6 +143,8 @@ class CompiledLoop:
                     float(model.region_tol), d.C, d.C2, d.C3, d.RS, d.O_ab, d.O_v, d.O_s, model._cyl,
                     int(sim.max_region_points), float(SIMP.REGION_COS_TOL), float(model.pen_tol))
         self.PDA = (controller.kp, controller.kd, controller.effort, *controller._refs)
+        self.mode = getattr(controller, "mode", SK.CMD_PD)
+        self.CMD = (self.mode, np.zeros((6, len(sim.ds))))     # (CMD_NONE: the command rows of none)
         MS, MK, _, shape_mat, body_mat = sim._mu_tables()
         self.ASM = (sim._com_L_all, sim.bodies.slot, sim.bodies.mass, sim.gravity, *sim._row_template,
                     sim._joint_offsets, js.coulomb, st.P, st.drive_idx, st.drive_w, st.c_idx, st.c_coef,
@@ -190,7 +205,7 @@ class CompiledLoop:
         """The kernels' addresses for the argument types the loop passes (compiled or loaded first),
         by the arguments' layout (``_type_key``: numba's typeof of every array is ~50x slower)."""
         sim, s, d = self.sim, self.sim.state, self.sim._data
-        key = _type_key((self.TM, self.SC, self.FR, self.CKA, self.PDA, self.ASM, self.FIN, s.c, s.q, s.v, s.joint_q,
+        key = _type_key((self.TM, self.SC, self.FR, self.CKA, self.PDA, self.CMD, self.ASM, self.FIN, s.c, s.q, s.v, s.joint_q,
                          s.lock, sim._comp, d.ext, d.table(), sim._no_prev))
         got = _RESOLVED.get(key)
         if got is None:
@@ -250,6 +265,12 @@ class CompiledLoop:
             got = _ADDRESSES[key] = tuple(native_entry_types(_KERNELS[n], sig[n])[0] for n in _NAMES)
         return got
 
+    def idle(self) -> bool:
+        """Known not to be compiled (nor in numba's cache), and not worth compiling yet: step() takes
+        the steps (checked without building the call)."""
+        return (self.cached is False and not self.ready and self.sim.compiled_loop is not True
+                and STEPPED[0] < LOOP_AFTER)
+
     def _cuts(self) -> tuple:
         """The loop's CUTS argument: the data block's run of cut steps, the stall guard's limits."""
         from .simulator import H_FLOOR, STALL_ADVANCE, STALL_STEPS
@@ -265,17 +286,21 @@ class CompiledLoop:
         from .simulator import SimState, StepInfo
 
         sim = self.sim
+        if self.idle():
+            return 0
         s, d = sim.state, sim._data
         rest = d.rest
-        has_rest = rest[1] is not None and rest[2] is not None
+        # the last step's command for sleep.steady (without one, the loop's test is that it had none)
+        none = self.mode == SK.CMD_NONE
+        has_rest = (rest[1] is None) == none and rest[2] is not None
         nd = len(sim.ds)
-        rest_A = rest[1] if has_rest else np.zeros((6, nd))
+        rest_A = rest[1] if has_rest and not none else np.zeros((6, nd))
         rest_imp = rest[2] if has_rest else np.zeros((0, 3))
         pa, pb, pp, pf = d.cwarm if d.cwarm is not None else sim._no_prev
         bodies_rest = d.bodies_rest
         rt, rc, rq, rv, rj, rh, rk, rb = (r[at:] for r in rec)
         args = (self.E, n, float(s.time), self.h, s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps), self.TM, self.SC,
-                self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, self.KIN,
+                self.FR, self.CKA, self.PDA, self.CMD, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, self.KIN,
                 _NO_SETTLE if until is None else until.arrays(sim), self._cuts(), d.ext, *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq,
                 rv, rj, rh, rk)
         if not self.ready:
@@ -317,7 +342,7 @@ class CompiledLoop:
         d.cuts[0], d.cuts[1] = int(cuts0), float(cuts1)
         if sim.sleep:
             d.bodies_rest = bodies_rest
-            d.rest[0], d.rest[1], d.rest[2] = rest_t, rest_A, rest_imp
+            d.rest[0], d.rest[1], d.rest[2] = rest_t, None if none else rest_A, rest_imp
         cs = None
         if k:
             cs = _contact_set((ab[0], ab[1], vv[0], vv[1], sep, vv[4], vv[5], vv[2], vv[3], ab[2], ab[3]),

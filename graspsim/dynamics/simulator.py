@@ -103,6 +103,8 @@ STALL_ADVANCE = 10.0
 
 #: step(): the controller's command is not asked for yet
 _LATER = object()
+#: steps per rollout in run() (its record's size)
+RUN_CHUNK = 1000
 _ZERO3 = np.zeros(3)
 
 
@@ -472,6 +474,7 @@ class Simulator:
         self._collision = None
         self._collisions_on = collisions
         self._loop = None           # rollout's compiled loop (graspsim.dynamics.rollout.CompiledLoop)
+        self._no_ctl = None         # its controller for rollouts without one (rollout.NoController)
         if collisions and len(self.table.collision_pairs):
             # a world that starts with bodies inside each other is reported, not simulated
             from ..collision import check_interpenetration
@@ -690,8 +693,8 @@ class Simulator:
         trajectories, gains and effort limits; see ``PDController.compiled``) or a
         :class:`~graspsim.control.pd.CompiledPD`.  Its command is one compiled call per step, no
         Python controller code runs; the states are those of ``n_steps`` calls of :meth:`step` with
-        the PDController.  A Python controller (anything else) is refused: use :meth:`step`.
-        With a controller, the steps of the common path (not cut at an impact, the world awake,
+        the PDController (or None).  A Python controller (anything else) is refused: use :meth:`step`.
+        The steps of the common path (not cut at an impact, the world awake,
         no object falling asleep or woken, no clutch giving way; moving bases only along a
         :class:`~graspsim.control.QuinticBaseMotion`) run in one compiled loop
         (:mod:`graspsim.dynamics.rollout`: about half the time of :meth:`step` per step, and the
@@ -719,14 +722,19 @@ class Simulator:
         elif controller is not None and not isinstance(controller, CompiledPD):
             raise ValueError(f"rollout needs a PDController, a CompiledPD or None, got {type(controller).__name__} "
                              "(a Python controller runs through step())")
+        if controller is None and self._no_ctl is None:
+            self._no_ctl = RO.NoController(len(self.ds))
+        lc = self._no_ctl if controller is None else controller      # (the loop's)
         out = Rollout.empty(n, len(self.bodies), len(self.js), len(self.ds))
         rec = tuple(getattr(out, f.name) for f in fields(out))
         i = 0
         while i < n:
             # the compiled loop takes the steps it can (the common path); step() the others
-            if self._state.steps and self.compiled_loop is not False and RO.eligible(self, controller):
-                if self._loop is None or self._loop.ctl is not controller or not self._loop.still_valid():
-                    self._loop = RO.CompiledLoop(self, controller)
+            loop = self._loop
+            if (self._state.steps and self.compiled_loop is not False
+                    and not (loop is not None and loop.ctl is lc and loop.idle()) and RO.eligible(self, lc)):
+                if loop is None or loop.ctl is not lc or not loop.still_valid():
+                    self._loop = RO.CompiledLoop(self, lc)
                 i += self._loop.run(n - i, rec, i, until)
                 if i >= n or (until is not None and until.settled):
                     break
@@ -783,13 +791,37 @@ class Simulator:
         return vals, rates
 
     def run(self, duration: float, controller=None, callback: Callable | None = None) -> None:
-        """Step until ``time`` has advanced by ``duration`` (s, finite, >= 0); ``callback(sim)`` after each step."""
+        """Step until ``time`` has advanced by ``duration`` (s, finite, >= 0); ``callback(sim)`` after each step.
+
+        Without a callback, and with no controller, a :class:`~graspsim.control.PDController`
+        without feedforward or a CompiledPD, the steps go through :meth:`rollout` (its compiled
+        loop, when compiled: the same states as ``step`` calls, bit for bit)."""
         duration = number("duration", duration, 0.0, np.inf)
         t_end = self.state.time + duration - 1e-12
+        ctl = self._rollout_controller(controller) if callback is None and self.compiled_loop is not False else False
         while self.state.time < t_end:
+            loop = self._loop
+            if ctl is not False and not (loop is not None and loop.ctl is (ctl or self._no_ctl) and loop.idle()):
+                # as many steps as can start before t_end even at full length (and at least the one
+                # that starts now): the steps this loop takes, as rollouts (lift_test's way too)
+                self.rollout(max(1, min(RUN_CHUNK, int((t_end - self.state.time) / self.dt))), ctl)
+                continue
             self.step(controller)
             if callback is not None:
                 callback(self)
+
+    def _rollout_controller(self, controller):
+        """What :meth:`rollout` would run for ``controller`` as ``step`` runs it (a PDController
+        without feedforward, with plain gains: compiled as it is), or False."""
+        from ..control.pd import CompiledPD, PDController, _plain
+
+        if controller is None or isinstance(controller, CompiledPD):
+            return controller
+        nd = len(self.ds)
+        if (type(controller) is PDController and controller.feedforward is None and _plain(controller.kp, nd)
+                and _plain(controller.kd, nd) and _plain(controller.effort, nd)):
+            return controller.compiled()
+        return False
 
     # ------------------------------------------------------------------ the step
     def step(self, controller=None) -> StepInfo:
