@@ -11,7 +11,8 @@ Scenes:
               after 0.2 s of settling (every step computed: the cost of the step itself)
   mug_hold    Barrett hand (fixed palm) holding the mug after a dynamic auto-grasp, table present
               (``mug_hold-rollout``, ``puma_grasp-rollout``: the same steps through ``Simulator.rollout``'s
-              compiled loop; ``drop20-rollout`` likewise, without a controller)
+              compiled loop; ``mug_hold-run``: ``Simulator.run`` without a callback, which takes its steps
+              as rollouts; ``drop20-rollout`` likewise, without a controller)
   puma_grasp  Barrett on the Puma during the dynamic auto-grasp of the handset
   drop20      20 cubes (6 cm, 0.2 kg) dropped on a table (poses as in the peers' drop scene)
   clutterN    the Barrett spreading its fingers in the air above the mug, N cubes resting around it
@@ -85,6 +86,21 @@ def measure_rollout(sim, ctl, n: int) -> dict:
         per.append((time.process_time() - c1) / chunk)
     return {"wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3, "rtf_cpu": sim.dt / cpu,
             "median_ms": float(np.median(per)) * 1e3, "stages_ms": dict.fromkeys(STAGES, float("nan")),
+            "lcp_size": float(np.median(sim.info.lcp_sizes)) if sim.info.lcp_sizes else 0.0,
+            "asleep": float(sim.asleep), "contacts": 0 if sim.contacts is None else len(sim.contacts)}
+
+
+def measure_run(sim, ctl, n: int) -> dict:
+    """``sim.run(n dt, ctl)`` without a callback (its steps as rollouts, the PDController compiled
+    as it is): wall/CPU per step (no stage times, no median)."""
+    sim.compiled_loop = True
+    sim.run(20 * sim.dt, ctl)
+    n0, t0, c0 = sim.state.steps, time.perf_counter(), time.process_time()
+    sim.run(n * sim.dt, ctl)
+    k = sim.state.steps - n0
+    wall, cpu = (time.perf_counter() - t0) / k, (time.process_time() - c0) / k
+    return {"wall_ms": wall * 1e3, "cpu_ms": cpu * 1e3, "rtf_cpu": sim.dt / cpu, "median_ms": float("nan"),
+            "stages_ms": dict.fromkeys(STAGES, float("nan")),
             "lcp_size": float(np.median(sim.info.lcp_sizes)) if sim.info.lcp_sizes else 0.0,
             "asleep": float(sim.asleep), "contacts": 0 if sim.contacts is None else len(sim.contacts)}
 
@@ -181,6 +197,7 @@ def main() -> None:
         r = dynamic_auto_grasp(w, "barrett", timeout=2.0)
         rows.append(("mug_hold", measure(r.sim, r.controller, n)))
         rows.append(("mug_hold-rollout", measure_rollout(r.sim, r.controller, n)))
+        rows.append(("mug_hold-run", measure_run(r.sim, r.controller, n)))
     if "puma_grasp" in scenes:   # during the closing phase
         rows.append(("puma_grasp", measure(*puma_grasp_scene(), n)))
         rows.append(("puma_grasp-rollout", measure_rollout(*puma_grasp_scene(), n)))

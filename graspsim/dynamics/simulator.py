@@ -815,6 +815,8 @@ class Simulator:
         without feedforward, with plain gains: compiled as it is), or False."""
         from ..control.pd import CompiledPD, PDController, _plain
 
+        if self.profile or self.restitution or self._lemke is not None or not self._collisions_on:
+            return False                # (steps the loop never takes: the stages, every one)
         if controller is None or isinstance(controller, CompiledPD):
             return controller
         nd = len(self.ds)
