@@ -46,6 +46,7 @@ GROUPS = {
     "collision/_simplify_kernel.py": "simplify",
     "dynamics/_rows_kernel.py": "rows",
     "dynamics/_island_kernel.py": "island",
+    "dynamics/_tree_kernel.py": "island",
     "dynamics/_step_kernel.py": "step",
     "lcp/_kernel.py": "island",
     "lcp/_bpp.py": "island",

@@ -430,6 +430,72 @@ def _elimination_term(nbi, hs, hr, he, hw, ne, es, er, ee, ej, L, fL):
 
 
 @njit(cache=True)
+def _lcp_solve(G, Hv, rhs, rows, nl, nh, nlim, nc, nfr, mu, u, compliance, first_level, max_tries, warm,
+               use_warm):
+    """The pure LCP of eq. (21) on the block ``G`` (nh, nh) of an island's limit, normal and
+    friction rows (``rows``; ``nlim`` limits, ``nl`` limits and normals), with the friction-cone
+    rows of eq. (5-6) and the contact-compliance levels, solved by Lemke from the warm guess:
+    ``Hv`` the rows' velocities without their impulses, ``rhs`` the right-hand sides.  Returns
+    (status, LCP size m, pivots, level used, z (m,), basis (m,))."""
+    status = LCP_FAILED
+    pivots = 0
+    level = 0
+    m = nh + (nc if nfr else 0)
+    Mlcp = np.zeros((m, m))
+    for i in range(nh):
+        for j in range(nh):
+            Mlcp[i, j] = G[i, j]
+    qlcp = np.zeros(m)
+    for i in range(nh):
+        qlcp[i] = Hv[i] + (rhs[rows[i]] if i < nl else 0.0)
+    if nfr:
+        # friction cone rows (eq. 5, 6): sigma = D^T v + E lambda, zeta = mu c_n - E^T beta
+        for i in range(nc):
+            for d in range(u):
+                Mlcp[nl + i * u + d, nh + i] = 1.0
+                Mlcp[nh + i, nl + i * u + d] = -1.0
+            Mlcp[nh + i, nlim + i] = mu[i]
+    # contact compliance relative to the mean diagonal of G's contact rows (see island.py)
+    dg = 0.0
+    for i in range(nlim, nh):
+        dg += G[i, i]
+    dg = dg / (nh - nlim) if nh > nlim else 0.0
+    scale = 1.0
+    for i in range(nh):
+        scale = max(scale, abs(G[i, i]))
+    # the friction cones' layout for the repair of a warm guess (lcp._kernel._repair_cones)
+    cone = np.empty(5 if nfr else 0, np.int64)
+    if nfr:
+        cone[0], cone[1], cone[2], cone[3], cone[4] = nlim, nl, nh, nc, u
+    zb = np.zeros(m, dtype=np.bool_)
+    w = np.empty(m)
+    cert = np.empty(m)
+    z = np.zeros(m)
+    ntry = max_tries + 1
+    start = min(first_level, ntry - 1)
+    for attempt in range(start, ntry):
+        k = min(attempt, max_tries - 1)
+        cfm = compliance * 100.0 ** k
+        reg = 1e-8 * scale if attempt == max_tries else 0.0
+        Mt = Mlcp.copy()
+        if cfm > 0:
+            for i in range(nlim, nh):
+                Mt[i, i] += cfm * dg
+        if reg > 0:
+            for i in range(m):
+                Mt[i, i] += reg
+        # the warm guess (last step's basis at this island's level) for the step's first try
+        uw = use_warm and attempt == start and warm.shape[0] == m
+        code, piv = _lemke(Mt, qlcp, warm if uw else zb, uw, z, w, zb, cert, cone)
+        pivots += piv
+        level = attempt
+        if code == 0:
+            status = OK
+            break
+    return status, m, pivots, level, z, zb
+
+
+@njit(cache=True)
 def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_rows, nrm_rows, fr_rows,
                  mu, u, compliance, first_level, max_tries, warm, use_warm, hard_err, project,
                  v_out, ce_out, z_out, basis_out, dx_out):
@@ -518,61 +584,10 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
         else:
             hs, hr, he = _by_body(hb, hcnt, nbi)
             G = _product(nbi, hs, hr, he, hj, hs, hr, he, hw, nh, nh)      # H^T M^-1 H
-        m = nh + (nc if nfr else 0)
-        Mlcp = np.zeros((m, m))
-        for i in range(nh):
-            for j in range(nh):
-                Mlcp[i, j] = G[i, j]
-        qlcp = np.zeros(m)
         Hv = _rows_times(hb, hj, hcnt, v_free)
-        for i in range(nh):
-            qlcp[i] = Hv[i] + (rhs[rows[i]] if i < nl else 0.0)
         nlim = lim_rows.shape[0]
-        if nfr:
-            # friction cone rows (eq. 5, 6): sigma = D^T v + E lambda, zeta = mu c_n - E^T beta
-            for i in range(nc):
-                for d in range(u):
-                    Mlcp[nl + i * u + d, nh + i] = 1.0
-                    Mlcp[nh + i, nl + i * u + d] = -1.0
-                Mlcp[nh + i, nlim + i] = mu[i]
-        # contact compliance relative to the mean diagonal of G's contact rows (see island.py)
-        dg = 0.0
-        for i in range(nlim, nh):
-            dg += G[i, i]
-        dg = dg / (nh - nlim) if nh > nlim else 0.0
-        scale = 1.0
-        for i in range(nh):
-            scale = max(scale, abs(G[i, i]))
-        # the friction cones' layout for the repair of a warm guess (lcp._kernel._repair_cones)
-        cone = np.empty(5 if nfr else 0, np.int64)
-        if nfr:
-            cone[0], cone[1], cone[2], cone[3], cone[4] = nlim, nl, nh, nc, u
-        zb = np.zeros(m, dtype=np.bool_)
-        w = np.empty(m)
-        cert = np.empty(m)
-        z = np.zeros(m)
-        status = LCP_FAILED
-        ntry = max_tries + 1
-        start = min(first_level, ntry - 1)
-        for attempt in range(start, ntry):
-            k = min(attempt, max_tries - 1)
-            cfm = compliance * 100.0 ** k
-            reg = 1e-8 * scale if attempt == max_tries else 0.0
-            Mt = Mlcp.copy()
-            if cfm > 0:
-                for i in range(nlim, nh):
-                    Mt[i, i] += cfm * dg
-            if reg > 0:
-                for i in range(m):
-                    Mt[i, i] += reg
-            # the warm guess (last step's basis at this island's level) for the step's first try
-            uw = use_warm and attempt == start and warm.shape[0] == m
-            code, piv = _lemke(Mt, qlcp, warm if uw else zb, uw, z, w, zb, cert, cone)
-            pivots += piv
-            level = attempt
-            if code == 0:
-                status = OK
-                break
+        status, m, pivots, level, z, zb = _lcp_solve(G, Hv, rhs, rows, nl, nh, nlim, nc, nfr, mu, u, compliance,
+                                                     first_level, max_tries, warm, use_warm)
         if status == OK:
             dv = np.zeros(nv)
             _add_weighted(hb, hw, hcnt, z, dv)                          # M^-1 H z (z's first nh)
@@ -862,9 +877,14 @@ def solve_islands(labels, n_isl, Minv, aM, bodies, jac, rhs, comp, sizes, hard_e
         z = np.zeros(m_max)
         basis = np.zeros(m_max, np.bool_)
         dxi = np.empty(nv)
-        status, m, piv, lv = solve_island(local, Mi, aMi, bodies, jac, rhs, comp, e_rows, nhard, lim_rows,
-                                          nrm_rows, fr_rows, mui, u, compliance, level, 3, warm,
-                                          warm.shape[0] > 0, herr, project, v_out, ce, z, basis, dxi)
+        # the equality rows eliminated along the joint tree (_tree_kernel); here if it cannot
+        status, m, piv, lv = TK.tree_island(local, Mi, aMi, bodies, jac, rhs, comp, e_rows, nhard, lim_rows,
+                                            nrm_rows, fr_rows, mui, u, compliance, level, 3, warm,
+                                            warm.shape[0] > 0, herr, project, v_out, ce, z, basis, dxi)
+        if status == TK.NOT_TREE:
+            status, m, piv, lv = solve_island(local, Mi, aMi, bodies, jac, rhs, comp, e_rows, nhard, lim_rows,
+                                              nrm_rows, fr_rows, mui, u, compliance, level, 3, warm,
+                                              warm.shape[0] > 0, herr, project, v_out, ce, z, basis, dxi)
         for x in range(nbi):
             local[slots[x]] = -1
         pivots += piv
@@ -904,3 +924,7 @@ def solve_islands(labels, n_isl, Minv, aM, bodies, jac, rhs, comp, sizes, hard_e
             hard_impulse[e_rows[i]] = ce[i]
     return (OK, -1, 0, 0, v_new, impulses, hard_impulse, dx, cflags, lcp_sizes, pivots,
             keys, used, ta, tb, store)
+
+
+# (at the end: _tree_kernel takes the shared pieces above from this module)
+from . import _tree_kernel as TK  # noqa: E402
