@@ -25,9 +25,9 @@ LCP_FAILED = 1
 
 
 @njit(cache=True)
-def _compact(local, bodies, jac, rows, Minv):
+def _entries(local, bodies, jac, rows):
     """The listed rows in compact form: per row up to K entries (island body, 6-vector), entries
-    of the same body merged, and M^-1 times each entry.  Returns (cb, cj, cw, cnt)."""
+    of the same body merged.  Returns (cb, cj, cnt)."""
     n = rows.shape[0]
     K = bodies.shape[1]
     cb = np.empty((n, K), np.int64)  # (a loop, not np.ones/np.full: a library function fewer to compile)
@@ -35,7 +35,6 @@ def _compact(local, bodies, jac, rows, Minv):
         for j in range(K):
             cb[i, j] = -1
     cj = np.zeros((n, K, 6))
-    cw = np.zeros((n, K, 6))
     cnt = np.zeros(n, np.int64)
     for c in range(n):
         r = rows[c]
@@ -57,6 +56,15 @@ def _compact(local, bodies, jac, rows, Minv):
                 cnt[c] += 1
             for j in range(6):
                 cj[c, e, j] += jac[r, k, j]
+    return cb, cj, cnt
+
+
+@njit(cache=True)
+def _compact(local, bodies, jac, rows, Minv):
+    """:func:`_entries`, and M^-1 times each entry.  Returns (cb, cj, cw, cnt)."""
+    cb, cj, cnt = _entries(local, bodies, jac, rows)
+    cw = np.zeros(cj.shape)
+    for c in range(rows.shape[0]):
         for e in range(cnt[c]):
             lb = cb[c, e]
             for i in range(6):

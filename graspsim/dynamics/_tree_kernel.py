@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from ._island_kernel import OK, _compact, _expand, _friction_basis, _lcp_solve, _rows_times
+from ._island_kernel import OK, _entries, _expand, _friction_basis, _lcp_solve, _rows_times
 
 #: returned instead of a status when the island is not eliminated here (the island kernel's way)
 NOT_TREE = -1
@@ -208,11 +208,10 @@ def _pinv_null(Cb, m, X, N, A, Q, v):
 
 
 @njit(cache=True)
-def _particular(order, parent, gstart, grows, eb, ej, ecnt, X, rhs_e, v0):
+def _particular(order, parent, gstart, grows, PB, X, rhs_e, v0):
     """v0 (nbi, 6): twists meeting the joints' rows ``P v_p + C v_c = rhs_e`` (their entries of
-    ``rhs_e``, by equality-row position), zero on bodies without a joint: v0_c = C^+ (b - P v0_p)."""
-    Cb = np.empty((6, 6))
-    Pb = np.empty((6, 6))
+    ``rhs_e``, by equality-row position; P the joints' blocks on the parents ``PB``, C^+ ``X``),
+    zero on bodies without a joint: v0_c = C^+ (b - P v0_p)."""
     t = np.empty(6)
     for b in order:
         for j in range(6):
@@ -221,12 +220,11 @@ def _particular(order, parent, gstart, grows, eb, ej, ecnt, X, rhs_e, v0):
         m = gstart[b + 1] - gstart[b]
         if m == 0:
             continue
-        _joint_blocks(b, p, gstart, grows, eb, ej, ecnt, Cb, Pb)
         for i in range(m):
             s = rhs_e[grows[gstart[b] + i]]
             if p >= 0:
                 for j in range(6):
-                    s -= Pb[i, j] * v0[p, j]
+                    s -= PB[b, i, j] * v0[p, j]
             t[i] = s
         for j in range(6):
             s = 0.0
@@ -362,7 +360,7 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
     ne = eq_rows.shape[0]
     if ne == 0:
         return NOT_TREE, 0, 0, 0
-    eb, ej, _, ecnt = _compact(local, bodies, jac, eq_rows, Minv)
+    eb, ej, ecnt = _entries(local, bodies, jac, eq_rows)
     soft_comp = np.empty(ne - n_hard)
     for i in range(ne - n_hard):
         soft_comp[i] = comp[eq_rows[n_hard + i]]
@@ -386,8 +384,8 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
     # S (nbi, 6, nq): body b's twist per coordinate qcol[b, k]; X: each joint's C^+
     S = np.zeros((nbi, 6, nq))
     X = np.zeros((nbi, 6, 6))
-    Cb = np.empty((6, 6))
-    Pb = np.empty((6, 6))
+    CB = np.zeros((nbi, 6, 6))             # each joint's blocks on its child (C) and parent (P)
+    PB = np.zeros((nbi, 6, 6))
     Nb = np.empty((6, 6))
     QA = np.empty((6, 6))
     QQ = np.empty((6, 6))
@@ -400,8 +398,8 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
             for i in range(6):
                 S[b, i, i] = 1.0
             continue
-        _joint_blocks(b, p, gstart, grows, eb, ej, ecnt, Cb, Pb)
-        if not _pinv_null(Cb, m, X[b], Nb, QA, QQ, Qv):
+        _joint_blocks(b, p, gstart, grows, eb, ej, ecnt, CB[b], PB[b])
+        if not _pinv_null(CB[b], m, X[b], Nb, QA, QQ, Qv):
             return NOT_TREE, 0, 0, 0
         kp = qcnt[p] if p >= 0 else 0
         if p >= 0:                          # v_b = -C^+ P v_p + N q_b
@@ -409,7 +407,7 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
                 for k in range(kp):
                     t = 0.0
                     for j in range(6):
-                        t += Pb[i, j] * S[p, j, k]
+                        t += PB[b, i, j] * S[p, j, k]
                     PS[i, k] = t
             for i in range(6):
                 for k in range(kp):
@@ -512,7 +510,7 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
     for i in range(ne):
         rhs_e[i] = rhs[eq_rows[i]]
     v0 = np.empty((nbi, 6))
-    _particular(order, parent, gstart, grows, eb, ej, ecnt, X, rhs_e, v0)
+    _particular(order, parent, gstart, grows, PB, X, rhs_e, v0)
     f = np.zeros(nq)
     for b in range(nbi):
         for i in range(6):
@@ -560,7 +558,7 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
         for i in range(nfr):
             rows[nl + i] = fr_rows[i]
         nh = nl + nfr
-        hb, hj, hw, hcnt = _compact(local, bodies, jac, rows, Minv)
+        hb, hj, hcnt = _entries(local, bodies, jac, rows)
         base, ca_, cb_, pa_, pb_ = _friction_basis(nl, nc if nfr else 0, u)
         nbse = base.shape[0]
         Y = np.empty((nq, nbse))
@@ -645,7 +643,6 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
             if mj == 0:
                 continue
             p = parent[b]
-            _joint_blocks(b, p, gstart, grows, eb, ej, ecnt, Cb, Pb)
             for i in range(6):
                 t = -R[b, i]
                 for j in range(6):
@@ -658,7 +655,7 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
                 ce_out[grows[gstart[b] + k]] = t
                 if p >= 0:
                     for j in range(6):
-                        R[p, j] += t * Pb[k, j]
+                        R[p, j] += t * PB[b, k, j]
     # post-stabilisation (as the island kernel's): the least-M-norm dx with the hard rows' errors
     # removed and the soft rows resisting through their compliance
     for i in range(nv):
@@ -672,7 +669,7 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
             for i in range(n_hard):
                 err[i] = -hard_err[i]
             d0 = np.empty((nbi, 6))
-            _particular(order, parent, gstart, grows, eb, ej, ecnt, X, err, d0)
+            _particular(order, parent, gstart, grows, PB, X, err, d0)
             f = np.zeros(nq)
             for b in range(nbi):
                 for i in range(6):
