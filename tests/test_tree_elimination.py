@@ -1,7 +1,7 @@
-"""The island solver's elimination along the joint tree (dynamics/_tree_kernel.py) against its
-elimination through the whole equality block (_island_kernel.solve_island, kept for islands the
-tree cannot take): the same linear system, so the same velocities, impulses and projection to
-round-off.
+"""The elimination along the joint tree (dynamics/_tree_kernel.py, not used by the simulator yet)
+against the island solver's elimination through the whole equality block
+(_island_kernel.solve_island): the same linear system, so the same velocities, impulses and
+projection to round-off.
 
 Captured islands of real steps: the Barrett holding the mug (8 revolute joints, 3 hard couplings,
 9 soft drive and hold rows, the mug free) and the Puma's Barrett closing on the handset (15
@@ -45,32 +45,11 @@ def _captured(sim, ctl, steps, monkeypatch):
     for _ in range(steps):
         sim.step(ctl)
     monkeypatch.setattr(SM, "IK", IK)
-    out = []
-    for (labels, n_isl, Minv, aM, bodies, jac, rhs, comp, sizes, hard_err, mu, _ca, _cb, _cp, _cn, _t1, _t2, u,
-         compliance, project, _relax, keys, used, ta, tb, store, *_rest) in calls:
-        order, rb = IK.partition_rows(bodies, labels, sizes, n_isl)
-        off_n = sizes[0] + sizes[1] + sizes[2]
-        for isl in range(n_isl):
-            if rb[5 * isl + 5] == rb[5 * isl]:
-                continue
-            slots = np.flatnonzero(labels == isl)
-            local = -np.ones(len(labels), np.int64)
-            local[slots] = np.arange(len(slots))
-            part = [order[rb[5 * isl + k]:rb[5 * isl + k + 1]] for k in range(5)]
-            nhard = len(part[0])
-            e_rows = np.concatenate(part[:2])
-            warm = IK.warm_get(keys, used, ta, tb, store, IK.island_key(slots, len(part[2]), len(part[3])))
-            out.append((local, np.ascontiguousarray(Minv[slots]), np.ascontiguousarray(aM[slots].ravel()), bodies,
-                        jac, rhs, comp, e_rows, nhard, part[2], part[3], part[4],
-                        mu[part[3] - off_n].copy(), u, compliance, 0, 3, warm, len(warm) > 0,
-                        hard_err[e_rows[:nhard]].copy(), project))
-    return out
+    return [p for c in calls for p in TK.island_calls(c)]
 
 
 def _solve(fn, a):
-    nv, ne = len(a[2]), len(a[7])
-    m_max = len(a[9]) + len(a[10]) * (2 + a[13])
-    outs = (np.full(nv, np.nan), np.full(ne, np.nan), np.zeros(m_max), np.zeros(m_max, bool), np.full(nv, np.nan))
+    outs = TK.island_outputs(a)
     return fn(*a, *outs), outs
 
 

@@ -885,14 +885,9 @@ def solve_islands(labels, n_isl, Minv, aM, bodies, jac, rhs, comp, sizes, hard_e
         z = np.zeros(m_max)
         basis = np.zeros(m_max, np.bool_)
         dxi = np.empty(nv)
-        # the equality rows eliminated along the joint tree (_tree_kernel); here if it cannot
-        status, m, piv, lv = TK.tree_island(local, Mi, aMi, bodies, jac, rhs, comp, e_rows, nhard, lim_rows,
-                                            nrm_rows, fr_rows, mui, u, compliance, level, 3, warm,
-                                            warm.shape[0] > 0, herr, project, v_out, ce, z, basis, dxi)
-        if status == TK.NOT_TREE:
-            status, m, piv, lv = solve_island(local, Mi, aMi, bodies, jac, rhs, comp, e_rows, nhard, lim_rows,
-                                              nrm_rows, fr_rows, mui, u, compliance, level, 3, warm,
-                                              warm.shape[0] > 0, herr, project, v_out, ce, z, basis, dxi)
+        status, m, piv, lv = solve_island(local, Mi, aMi, bodies, jac, rhs, comp, e_rows, nhard, lim_rows,
+                                          nrm_rows, fr_rows, mui, u, compliance, level, 3, warm,
+                                          warm.shape[0] > 0, herr, project, v_out, ce, z, basis, dxi)
         for x in range(nbi):
             local[slots[x]] = -1
         pivots += piv
@@ -933,6 +928,3 @@ def solve_islands(labels, n_isl, Minv, aM, bodies, jac, rhs, comp, sizes, hard_e
     return (OK, -1, 0, 0, v_new, impulses, hard_impulse, dx, cflags, lcp_sizes, pivots,
             keys, used, ta, tb, store)
 
-
-# (at the end: _tree_kernel takes the shared pieces above from this module)
-from . import _tree_kernel as TK  # noqa: E402

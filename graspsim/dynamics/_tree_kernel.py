@@ -19,8 +19,18 @@ elimination (issue 18, sixteenth pass; ``benchmarks/bench_tree_elimination.py``)
   back-substitution from the leaves (each body's momentum change less every other row's impulse).
 
 No 53 x 53 (the held mug) or 104 x 104 (the Puma) factorisation: O(bodies) small blocks and
-O(rows x coordinates) products.  The island kernel keeps its elimination for islands without
-equality rows and for those whose joint blocks are not of full rank (:data:`NOT_TREE`).
+O(rows x coordinates) products.  A joint block that is not of full rank goes through the Schur
+complement with the couplings.
+
+**Not used by the simulator yet.**  :func:`tree_island` solves the hand's islands 5-20 % faster
+than ``solve_island`` (held mug 34.8-42.3 against 42.4-44.8 us, Puma grasp 199-242 against
+254-286 us; a two-body island is slower; the same velocities to ~1e-9,
+tests/test_tree_elimination.py, ``benchmarks/bench_tree_elimination.py``), but it compiles in
+~5.6 s more CPU, and wired into ``solve_islands`` it took the README's first job from 36.1 to
+45.2 s of wall time on a cold cache (solve_islands' compile 22.8 -> 35.7 s CPU).  Its rounding
+differs from the block elimination's, so a simulator cannot switch to it once it is compiled
+without changing its results.  ``_island_kernel.solve_islands`` keeps the block elimination
+(docs/dynamics_performance.md, sixteenth pass).
 """
 from __future__ import annotations
 
@@ -36,10 +46,10 @@ RANK_TOL = 1e-10
 
 
 @njit(cache=True)
-def _plan(eb, ecnt, n_hard, soft_comp, nbi):
+def _plan(eb, ecnt, n_hard, soft_comp, nbi, banned):
     """The joints among the hard rows: groups of 5 or 6 hard rows on one body and the world or on
-    one pair of bodies, oriented from the bodies attached to the world (then from bodies without a
-    joint) outwards.  Returns (order (nbi,) parents first, parent (nbi,) -1: none, group start and
+    one pair of bodies (not ``banned``), oriented from the bodies attached to the world (then from
+    bodies without a joint) outwards.  Returns (order (nbi,) parents first, parent (nbi,) -1: none, group start and
     rows (CSR by body: its joint's rows, in row order), coupling (ne,) bool: the rows eliminated
     through their Schur complement -- hard rows of no joint and soft rows without compliance)."""
     ne = eb.shape[0]
@@ -50,7 +60,7 @@ def _plan(eb, ecnt, n_hard, soft_comp, nbi):
     grp = np.full(ne, -1, np.int64)
     ng = 0
     for i in range(n_hard):
-        if ecnt[i] == 0 or ecnt[i] > 2:
+        if ecnt[i] == 0 or ecnt[i] > 2 or banned[i]:
             continue
         a = eb[i, 0]
         b = eb[i, 1] if ecnt[i] == 2 else -1
@@ -349,22 +359,27 @@ def _twists(S, qcnt, qcol, q, v0, out):
 
 
 @njit(cache=True)
-def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_rows, nrm_rows, fr_rows,
-                mu, u, compliance, first_level, max_tries, warm, use_warm, hard_err, project,
-                v_out, ce_out, z_out, basis_out, dx_out):
-    """:func:`graspsim.dynamics._island_kernel.solve_island` (same arguments, outputs and return
-    values) with the equality rows eliminated along the joint tree; (NOT_TREE, 0, 0, 0), nothing
-    written, for an island without equality rows or with a joint block not of full rank."""
+def tree_prepare(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, rows, nl, nc, u):
+    """The island's equality rows (``n_hard`` hard, then soft; at least one) eliminated along the
+    joint tree: the contact rows' LCP block G (on ``rows``: ``nl`` limits and normals, then ``u``
+    friction rows per contact for ``nc`` contacts), their velocities without contact impulses
+    ``Hv``, the free velocities (6 nbi,), the rows in compact form and what :func:`tree_finish`
+    takes.  Arguments as ``_island_kernel.solve_island``'s."""
     nv = aM.shape[0]
     nbi = nv // 6
     ne = eq_rows.shape[0]
-    if ne == 0:
-        return NOT_TREE, 0, 0, 0
     eb, ej, ecnt = _entries(local, bodies, jac, eq_rows)
     soft_comp = np.empty(ne - n_hard)
     for i in range(ne - n_hard):
         soft_comp[i] = comp[eq_rows[n_hard + i]]
-    order, parent, gstart, grows, coupling = _plan(eb, ecnt, n_hard, soft_comp, nbi)
+    banned = np.zeros(ne, np.bool_)
+    for attempt in range(ne + 1):
+        order, parent, gstart, grows, coupling = _plan(eb, ecnt, n_hard, soft_comp, nbi, banned)
+        bad = _bases_fail(order, parent, gstart, grows, eb, ej, ecnt)
+        if bad < 0:
+            break
+        for x in range(gstart[bad], gstart[bad + 1]):      # (a joint block not of full rank: its
+            banned[grows[x]] = True                        # rows through the Schur complement)
     # coordinates: a body's are its parent's, then its own (6 - m)
     qcnt = np.zeros(nbi, np.int64)
     qcol = np.zeros((nbi, nv), np.int64)
@@ -399,8 +414,7 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
                 S[b, i, i] = 1.0
             continue
         _joint_blocks(b, p, gstart, grows, eb, ej, ecnt, CB[b], PB[b])
-        if not _pinv_null(CB[b], m, X[b], Nb, QA, QQ, Qv):
-            return NOT_TREE, 0, 0, 0
+        _pinv_null(CB[b], m, X[b], Nb, QA, QQ, Qv)
         kp = qcnt[p] if p >= 0 else 0
         if p >= 0:                          # v_b = -C^+ P v_p + N q_b
             for i in range(m):
@@ -425,7 +439,7 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
         for i in range(6):
             for j in range(6):
                 if (i < 3 or j < 3) and i != j and Minv[b, i, j] != 0.0:
-                    return NOT_TREE, 0, 0, 0
+                    raise ValueError("tree_prepare: M^-1 not in mass_terms' layout")
         for i in range(3):
             M[b, i, i] = 1.0 / Minv[b, i, i]
         J = Minv[b, 3:, 3:]
@@ -434,7 +448,7 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
         c02 = J[1, 0] * J[2, 1] - J[1, 1] * J[2, 0]
         det = J[0, 0] * c00 + J[0, 1] * c01 + J[0, 2] * c02
         if not (det > 0.0):
-            return NOT_TREE, 0, 0, 0
+            raise ValueError("tree_prepare: an inertia that is not positive definite")
         M[b, 3, 3] = c00 / det
         M[b, 4, 3] = c01 / det
         M[b, 5, 3] = c02 / det
@@ -488,8 +502,6 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
                     for y in range(nq):
                         Hq[x, y] += kx * kr[y]
     L, fok = _chol(Hq)
-    if not fok:
-        return NOT_TREE, 0, 0, 0
     W = np.empty((nq, nk))
     for a in range(nk):
         col = K[a].copy()
@@ -504,7 +516,8 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
                 t += W[x, a] * W[x, c]
             Ar[a, c] = t
         Ar[a, a] += comp[eq_rows[kidx[a]]] if kidx[a] >= n_hard else 0.0
-    Lr, fok = _chol(Ar)
+    Lr, rok = _chol(Ar)
+    fok = fok and rok
     # the free velocities: (H') q = S^T M (v* - v0) + sum_soft k (r - e v0) / c, couplings K q + C c = r - e v0
     rhs_e = np.empty(ne)
     for i in range(ne):
@@ -539,27 +552,12 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
     for b in range(nbi):
         for j in range(6):
             v_free[6 * b + j] = vf[b, j]
-    nl = lim_rows.shape[0] + nrm_rows.shape[0]
-    nfr = fr_rows.shape[0]
-    nc = nrm_rows.shape[0]
-    m = 0
-    pivots = 0
-    level = 0
-    status = OK
-    vfin = vf
-    ck = c_free
-    P = np.zeros((nbi, 6))                 # the contact rows' impulses on each body
+    nh = rows.shape[0]
+    hb, hj, hcnt = _entries(local, bodies, jac, rows)
+    G = np.empty((0, 0))
+    Hv = np.empty(0)
     if nl:
-        rows = np.empty(nl + nfr, np.int64)
-        for i in range(lim_rows.shape[0]):
-            rows[i] = lim_rows[i]
-        for i in range(nc):
-            rows[lim_rows.shape[0] + i] = nrm_rows[i]
-        for i in range(nfr):
-            rows[nl + i] = fr_rows[i]
-        nh = nl + nfr
-        hb, hj, hcnt = _entries(local, bodies, jac, rows)
-        base, ca_, cb_, pa_, pb_ = _friction_basis(nl, nc if nfr else 0, u)
+        base, ca_, cb_, pa_, pb_ = _friction_basis(nl, nc if nh > nl else 0, u)
         nbse = base.shape[0]
         Y = np.empty((nq, nbse))
         for x in range(nbse):
@@ -567,16 +565,15 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
             _fwd(L, kr)
             for y in range(nq):
                 Y[y, x] = kr[y]
-        Z = np.empty((nk, nbse))
+        Z = np.empty((nbse, nk))            # (rows: each L_r^-1 solve on a contiguous vector)
         for x in range(nbse):
             for a in range(nk):
                 t = 0.0
                 for y in range(nq):
                     t += W[y, a] * Y[y, x]
-                Z[a, x] = t
-        if nk:
-            for x in range(nbse):
-                _fwd(Lr, Z[:, x])
+                Z[x, a] = t
+            if nk:
+                _fwd(Lr, Z[x])
         Gb = np.empty((nbse, nbse))
         for x in range(nbse):
             for y in range(x, nbse):
@@ -584,39 +581,76 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
                 for k in range(nq):
                     t += Y[k, x] * Y[k, y]
                 for k in range(nk):
-                    t -= Z[k, x] * Z[k, y]
+                    t -= Z[x, k] * Z[y, k]
                 Gb[x, y] = t
                 Gb[y, x] = t
         G = _expand(Gb, ca_, cb_, pa_, pb_)
         Hv = _rows_times(hb, hj, hcnt, v_free)
-        nlim = lim_rows.shape[0]
-        status, m, pivots, level, z, zb = _lcp_solve(G, Hv, rhs, rows, nl, nh, nlim, nc, nfr, mu, u, compliance,
-                                                     first_level, max_tries, warm, use_warm)
-        if status == OK:
-            for r in range(nh):
-                if z[r] != 0.0:
-                    for e in range(hcnt[r]):
-                        b = hb[r, e]
-                        for j in range(6):
-                            P[b, j] += z[r] * hj[r, e, j]
-            fz = np.zeros(nq)
-            for b in range(nbi):
-                for k in range(qcnt[b]):
-                    t = 0.0
+    TS = (order, parent, gstart, grows, coupling, kidx, eb, ej, ecnt, S, qcnt, qcol, X, PB, M, L, W, Lr, vf, c_free,
+          rhs_e, fok)
+    return G, Hv, v_free, hb, hj, hcnt, TS
+
+
+@njit(cache=True)
+def _bases_fail(order, parent, gstart, grows, eb, ej, ecnt):
+    """The first body (in ``order``) whose joint block is not of full row rank, or -1."""
+    Cb = np.empty((6, 6))
+    Pb = np.empty((6, 6))
+    X = np.empty((6, 6))
+    N = np.empty((6, 6))
+    A = np.empty((6, 6))
+    Q = np.empty((6, 6))
+    v = np.empty(6)
+    for b in order:
+        m = gstart[b + 1] - gstart[b]
+        if m:
+            _joint_blocks(b, parent[b], gstart, grows, eb, ej, ecnt, Cb, Pb)
+            if not _pinv_null(Cb, m, X, N, A, Q, v):
+                return b
+    return -1
+
+
+@njit(cache=True)
+def tree_finish(TS, status, z, hb, hj, hcnt, aM, comp, eq_rows, n_hard, hard_err, project, v_out, ce_out,
+                dx_out):
+    """After the LCP (``status``; ``z`` its solution, the contact rows' impulses first, the rows in
+    compact form ``hb, hj, hcnt``; no LCP: z empty): the velocities (6 nbi,), the equality rows'
+    impulses (by row position) and the post-stabilisation displacement into the ``*_out`` arrays,
+    as ``_island_kernel.solve_island`` writes them."""
+    (order, parent, gstart, grows, coupling, kidx, eb, ej, ecnt, S, qcnt, qcol, X, PB, M, L, W, Lr, vf, c_free,
+     rhs_e, fok) = TS
+    nbi = vf.shape[0]
+    nv = 6 * nbi
+    ne = eq_rows.shape[0]
+    nq = L.shape[0]
+    nk = W.shape[1]
+    kr = np.empty(nq)
+    tv = np.empty(6)
+    vfin = vf
+    ck = c_free
+    P = np.zeros((nbi, 6))                 # the contact rows' impulses on each body
+    if status == OK and z.shape[0]:
+        for r in range(hcnt.shape[0]):
+            if z[r] != 0.0:
+                for e in range(hcnt[r]):
+                    b = hb[r, e]
                     for j in range(6):
-                        t += S[b, j, k] * P[b, j]
-                    fz[qcol[b, k]] += t
-            dq, dc = _qsolve(L, W, Lr, fz, np.zeros(nk))
-            zero = np.zeros((nbi, 6))
-            vfin = np.empty((nbi, 6))
-            _twists(S, qcnt, qcol, dq, zero, vfin)
-            for b in range(nbi):
+                        P[b, j] += z[r] * hj[r, e, j]
+        fz = np.zeros(nq)
+        for b in range(nbi):
+            for k in range(qcnt[b]):
+                t = 0.0
                 for j in range(6):
-                    vfin[b, j] += vf[b, j]
-            ck = c_free + dc
-            for i in range(m):
-                z_out[i] = z[i]
-                basis_out[i] = zb[i]
+                    t += S[b, j, k] * P[b, j]
+                fz[qcol[b, k]] += t
+        dq, dc = _qsolve(L, W, Lr, fz, np.zeros(nk))
+        zero = np.zeros((nbi, 6))
+        vfin = np.empty((nbi, 6))
+        _twists(S, qcnt, qcol, dq, zero, vfin)
+        for b in range(nbi):
+            for j in range(6):
+                vfin[b, j] += vf[b, j]
+        ck = c_free + dc
     if status == OK:
         for b in range(nbi):
             for j in range(6):
@@ -668,6 +702,7 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
             err = np.zeros(ne)
             for i in range(n_hard):
                 err[i] = -hard_err[i]
+            g = np.empty(nk)
             d0 = np.empty((nbi, 6))
             _particular(order, parent, gstart, grows, PB, X, err, d0)
             f = np.zeros(nq)
@@ -696,4 +731,71 @@ def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_ro
             for b in range(nbi):
                 for j in range(6):
                     dx_out[6 * b + j] = dxb[b, j]
+
+
+@njit(cache=True)
+def tree_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_rows, nrm_rows, fr_rows,
+                mu, u, compliance, first_level, max_tries, warm, use_warm, hard_err, project,
+                v_out, ce_out, z_out, basis_out, dx_out):
+    """:func:`graspsim.dynamics._island_kernel.solve_island` (same arguments, outputs and return
+    values) through :func:`tree_prepare`, the LCP and :func:`tree_finish`; an island without
+    equality rows: (NOT_TREE, 0, 0, 0), nothing written."""
+    if eq_rows.shape[0] == 0:
+        return NOT_TREE, 0, 0, 0
+    nl = lim_rows.shape[0] + nrm_rows.shape[0]
+    nfr = fr_rows.shape[0]
+    nc = nrm_rows.shape[0]
+    rows = np.empty(nl + nfr, np.int64)
+    for i in range(lim_rows.shape[0]):
+        rows[i] = lim_rows[i]
+    for i in range(nc):
+        rows[lim_rows.shape[0] + i] = nrm_rows[i]
+    for i in range(nfr):
+        rows[nl + i] = fr_rows[i]
+    G, Hv, v_free, hb, hj, hcnt, TS = tree_prepare(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, rows,
+                                                   nl, nc, u)
+    status, m, pivots, level = OK, 0, 0, 0
+    z = np.empty(0)
+    if nl:
+        status, m, pivots, level, z, zb = _lcp_solve(G, Hv, rhs, rows, nl, nl + nfr, lim_rows.shape[0], nc, nfr, mu,
+                                                     u, compliance, first_level, max_tries, warm, use_warm)
+        for i in range(m):
+            z_out[i] = z[i]
+            basis_out[i] = zb[i]
+    tree_finish(TS, status, z, hb, hj, hcnt, aM, comp, eq_rows, n_hard, hard_err, project, v_out, ce_out, dx_out)
     return status, m, pivots, level
+
+
+def island_calls(args: tuple) -> list:
+    """The arguments of ``_island_kernel.solve_island`` (and :func:`tree_island`) for each island
+    with rows of one ``_island_kernel.solve_islands`` call's arguments ``args`` (the warm start
+    from its table, compliance level 0): for tests and benchmarks that compare the two."""
+    from ._island_kernel import island_key, partition_rows, warm_get
+
+    (labels, n_isl, Minv, aM, bodies, jac, rhs, comp, sizes, hard_err, mu, _ca, _cb, _cp, _cn, _t1, _t2, u,
+     compliance, project, _relax, keys, used, ta, tb, store, *_rest) = args
+    order, rb = partition_rows(bodies, labels, sizes, n_isl)
+    off_n = sizes[0] + sizes[1] + sizes[2]
+    out = []
+    for isl in range(n_isl):
+        if rb[5 * isl + 5] == rb[5 * isl]:
+            continue
+        slots = np.flatnonzero(labels == isl)
+        local = -np.ones(len(labels), np.int64)
+        local[slots] = np.arange(len(slots))
+        part = [order[rb[5 * isl + k]:rb[5 * isl + k + 1]] for k in range(5)]
+        nhard = len(part[0])
+        e_rows = np.concatenate(part[:2])
+        warm = warm_get(keys, used, ta, tb, store, island_key(slots, len(part[2]), len(part[3])))
+        out.append((local, np.ascontiguousarray(Minv[slots]), np.ascontiguousarray(aM[slots].ravel()), bodies, jac,
+                    rhs, comp, e_rows, nhard, part[2], part[3], part[4], mu[part[3] - off_n].copy(), u, compliance,
+                    0, 3, warm, len(warm) > 0, hard_err[e_rows[:nhard]].copy(), project))
+    return out
+
+
+def island_outputs(args: tuple) -> tuple:
+    """Output arrays for one :func:`island_calls` entry (velocities, equality impulses, LCP solution
+    and basis, projection), NaN where the solver must write."""
+    nv, ne = len(args[2]), len(args[7])
+    m_max = len(args[9]) + len(args[10]) * (2 + args[13])
+    return np.full(nv, np.nan), np.full(ne, np.nan), np.zeros(m_max), np.zeros(m_max, bool), np.full(nv, np.nan)
