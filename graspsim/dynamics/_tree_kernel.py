@@ -348,6 +348,41 @@ def _qsolve(L, W, Lr, f, g):
 
 
 @njit(cache=True)
+def _coords_solve(vstar, v0, r, S, qcnt, qcol, M, L, W, Lr, eb, ej, ecnt, coupling, kidx, comp, eq_rows, n_hard):
+    """The coordinates q and the couplings' impulses c of the twists ``S q + v0`` (v0 meets the
+    joints' rows) nearest ``vstar`` (6 nbi,) in M's norm with the other equality rows' right-hand
+    sides ``r`` (by row position): ``H' q = S^T M (v* - v0) + sum_soft k (r - e v0) / c + K^T c``,
+    ``K q + C c = r - e v0`` for the couplings."""
+    nbi = S.shape[0]
+    nq = L.shape[0]
+    ne = eq_rows.shape[0]
+    f = np.zeros(nq)
+    tv = np.empty(6)
+    kr = np.empty(nq)
+    for b in range(nbi):
+        for i in range(6):
+            t = 0.0
+            for j in range(6):
+                t += M[b, i, j] * (vstar[6 * b + j] - v0[b, j])
+            tv[i] = t
+        for k in range(qcnt[b]):
+            t = 0.0
+            for i in range(6):
+                t += S[b, i, k] * tv[i]
+            f[qcol[b, k]] += t
+    g = np.empty(W.shape[1])
+    for a in range(g.shape[0]):
+        g[a] = r[kidx[a]] - _row_v(kidx[a], eb, ej, ecnt, v0)
+    for i in range(n_hard, ne):
+        if not coupling[i]:
+            _row_q(i, eb, ej, ecnt, S, qcnt, qcol, kr)
+            s = (r[i] - _row_v(i, eb, ej, ecnt, v0)) / comp[eq_rows[i]]
+            for x in range(nq):
+                f[x] += kr[x] * s
+    return _qsolve(L, W, Lr, f, g)
+
+
+@njit(cache=True)
 def _twists(S, qcnt, qcol, q, v0, out):
     """out (nbi, 6) = S q + v0."""
     for b in range(S.shape[0]):
@@ -460,7 +495,6 @@ def tree_prepare(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, rows,
         M[b, 5, 5] = (J[0, 0] * J[1, 1] - J[0, 1] * J[1, 0]) / det
     Hq = np.zeros((nq, nq))
     T = np.empty((6, nq))
-    tv = np.empty(6)
     for b in range(nbi):
         kb = qcnt[b]
         for i in range(6):
@@ -524,28 +558,8 @@ def tree_prepare(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, rows,
         rhs_e[i] = rhs[eq_rows[i]]
     v0 = np.empty((nbi, 6))
     _particular(order, parent, gstart, grows, PB, X, rhs_e, v0)
-    f = np.zeros(nq)
-    for b in range(nbi):
-        for i in range(6):
-            t = 0.0
-            for j in range(6):
-                t += M[b, i, j] * (aM[6 * b + j] - v0[b, j])
-            tv[i] = t
-        for k in range(qcnt[b]):
-            t = 0.0
-            for i in range(6):
-                t += S[b, i, k] * tv[i]
-            f[qcol[b, k]] += t
-    g = np.empty(nk)
-    for a in range(nk):
-        g[a] = rhs_e[kidx[a]] - _row_v(kidx[a], eb, ej, ecnt, v0)
-    for i in range(n_hard, ne):
-        if not coupling[i]:
-            _row_q(i, eb, ej, ecnt, S, qcnt, qcol, kr)
-            s = (rhs_e[i] - _row_v(i, eb, ej, ecnt, v0)) / comp[eq_rows[i]]
-            for x in range(nq):
-                f[x] += kr[x] * s
-    q, c_free = _qsolve(L, W, Lr, f, g)
+    q, c_free = _coords_solve(aM, v0, rhs_e, S, qcnt, qcol, M, L, W, Lr, eb, ej, ecnt, coupling, kidx, comp,
+                              eq_rows, n_hard)
     vf = np.empty((nbi, 6))
     _twists(S, qcnt, qcol, q, v0, vf)
     v_free = np.empty(nv)
@@ -624,7 +638,6 @@ def tree_finish(TS, status, z, hb, hj, hcnt, aM, comp, eq_rows, n_hard, hard_err
     ne = eq_rows.shape[0]
     nq = L.shape[0]
     nk = W.shape[1]
-    kr = np.empty(nq)
     tv = np.empty(6)
     vfin = vf
     ck = c_free
@@ -702,30 +715,10 @@ def tree_finish(TS, status, z, hb, hj, hcnt, aM, comp, eq_rows, n_hard, hard_err
             err = np.zeros(ne)
             for i in range(n_hard):
                 err[i] = -hard_err[i]
-            g = np.empty(nk)
             d0 = np.empty((nbi, 6))
             _particular(order, parent, gstart, grows, PB, X, err, d0)
-            f = np.zeros(nq)
-            for b in range(nbi):
-                for i in range(6):
-                    t = 0.0
-                    for j in range(6):
-                        t -= M[b, i, j] * d0[b, j]
-                    tv[i] = t
-                for k in range(qcnt[b]):
-                    t = 0.0
-                    for i in range(6):
-                        t += S[b, i, k] * tv[i]
-                    f[qcol[b, k]] += t
-            for a in range(nk):
-                g[a] = err[kidx[a]] - _row_v(kidx[a], eb, ej, ecnt, d0)
-            for i in range(n_hard, ne):
-                if not coupling[i]:
-                    _row_q(i, eb, ej, ecnt, S, qcnt, qcol, kr)
-                    s = -_row_v(i, eb, ej, ecnt, d0) / comp[eq_rows[i]]
-                    for x in range(nq):
-                        f[x] += kr[x] * s
-            dq, _ = _qsolve(L, W, Lr, f, g)
+            dq, _ = _coords_solve(np.zeros(nv), d0, err, S, qcnt, qcol, M, L, W, Lr, eb, ej, ecnt, coupling, kidx,
+                                  comp, eq_rows, n_hard)
             dxb = np.empty((nbi, 6))
             _twists(S, qcnt, qcol, dq, d0, dxb)
             for b in range(nbi):
