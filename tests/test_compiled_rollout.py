@@ -356,3 +356,36 @@ def test_run_without_a_callback_takes_the_loop_as_step_does(counted):
     ca.feedforward = lambda sim, ri, q, qd, qdd: np.zeros(len(q))
     sa.run(0.05, ca)
     assert counted[1] == n0
+
+
+def test_run_sees_the_controller_changed_between_runs(counted):
+    """run() keeps its compiled copy of a PDController between runs only while the controller is as
+    it was: gains changed in place and a new move are followed, bit for bit as step() follows
+    them; a run shorter than RUN_MIN_STEPS steps goes through step() alone."""
+    from graspsim.dynamics.simulator import RUN_MIN_STEPS
+
+    sims, ctls = [], []
+    for loop in (True, False):
+        sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=loop)
+        ctl = PDController(sim)
+        lim = sim.world.description.robots[0].robot.dof_limits
+        ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]], duration=0.4)
+        sims.append(sim)
+        ctls.append(ctl)
+    for sim, ctl in zip(sims, ctls):
+        sim.run(0.3, ctl)
+        ctl.set_gains("barrett", "f1", effort=1.0)          # in place: the compiled copy is stale
+        sim.run(0.3, ctl)
+        ctl.move_to("barrett", [0.0, 0.0, 0.0, 0.0], duration=0.3)
+        sim.run(0.3, ctl)
+    assert counted[1] > 200
+    n = counted[1]
+    for sim, ctl in zip(sims, ctls):
+        sim.run((RUN_MIN_STEPS - 1) * sim.dt, ctl)
+    assert counted[1] == n
+    a, b = sims[0].state, sims[1].state
+    for f in ("time", "steps", "c", "q", "v", "joint_q", "broken", "lock"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    # physics: the fingers opened again, away from the mug, which stands where it stood
+    assert np.abs(sims[0].dof_values("barrett")[1:]).max() < 0.05
+    assert abs(sims[0].body_pose("mug")[2, 3]) < 2e-3

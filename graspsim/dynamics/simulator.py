@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 from dataclasses import dataclass, field, fields
 from typing import Callable
 
@@ -103,8 +104,9 @@ STALL_ADVANCE = 10.0
 
 #: step(): the controller's command is not asked for yet
 _LATER = object()
-#: steps per rollout in run() (its record's size)
+#: steps per rollout in run() (its record's size), and the fewest that run() takes as one
 RUN_CHUNK = 1000
+RUN_MIN_STEPS = 20
 _ZERO3 = np.zeros(3)
 
 
@@ -475,6 +477,7 @@ class Simulator:
         self._collisions_on = collisions
         self._loop = None           # rollout's compiled loop (graspsim.dynamics.rollout.CompiledLoop)
         self._no_ctl = None         # its controller for rollouts without one (rollout.NoController)
+        self._run_ctl = None        # run()'s compiled copy of its PDController (_rollout_controller)
         if collisions and len(self.table.collision_pairs):
             # a world that starts with bodies inside each other is reported, not simulated
             from ..collision import check_interpenetration
@@ -694,8 +697,8 @@ class Simulator:
         :class:`~graspsim.control.pd.CompiledPD`.  Its command is one compiled call per step, no
         Python controller code runs; the states are those of ``n_steps`` calls of :meth:`step` with
         the PDController (or None).  A Python controller (anything else) is refused: use :meth:`step`.
-        The steps of the common path (not cut at an impact, the world awake,
-        no object falling asleep or woken, no clutch giving way; moving bases only along a
+        The steps of the common path (the world awake, no object falling asleep or woken, no clutch
+        giving way, no joint-limit crossing; moving bases only along a
         :class:`~graspsim.control.QuinticBaseMotion`) run in one compiled loop
         (:mod:`graspsim.dynamics.rollout`: about half the time of :meth:`step` per step, and the
         same states bit for bit; see ``compiled_loop``); every other step goes through :meth:`step`.
@@ -794,17 +797,23 @@ class Simulator:
         """Step until ``time`` has advanced by ``duration`` (s, finite, >= 0); ``callback(sim)`` after each step.
 
         Without a callback, and with no controller, a :class:`~graspsim.control.PDController`
-        without feedforward or a CompiledPD, the steps go through :meth:`rollout` (its compiled
-        loop, when compiled: the same states as ``step`` calls, bit for bit)."""
+        without feedforward or a CompiledPD, runs of at least ``RUN_MIN_STEPS`` (20) steps go
+        through :meth:`rollout` (its compiled loop, when compiled: the same states as ``step``
+        calls, bit for bit); the last steps, fewer than that, through ``step``."""
         duration = number("duration", duration, 0.0, np.inf)
         t_end = self.state.time + duration - 1e-12
-        ctl = self._rollout_controller(controller) if callback is None and self.compiled_loop is not False else False
+        ctl = False         # (not asked for a run too short for a rollout)
+        if callback is None and self.compiled_loop is not False and duration >= RUN_MIN_STEPS * self.dt:
+            ctl = self._rollout_controller(controller)
         while self.state.time < t_end:
+            # as many steps as can start before t_end even at full length: the steps this loop
+            # takes, as a rollout (lift_test's way too), when there are enough of them to pay for
+            # one (a rollout call costs ~0.1 ms more than a step)
+            n = int((t_end - self.state.time) / self.dt)
             loop = self._loop
-            if ctl is not False and not (loop is not None and loop.ctl is (ctl or self._no_ctl) and loop.idle()):
-                # as many steps as can start before t_end even at full length (and at least the one
-                # that starts now): the steps this loop takes, as rollouts (lift_test's way too)
-                self.rollout(max(1, min(RUN_CHUNK, int((t_end - self.state.time) / self.dt))), ctl)
+            if (ctl is not False and n >= RUN_MIN_STEPS
+                    and not (loop is not None and loop.ctl is (ctl or self._no_ctl) and loop.idle())):
+                self.rollout(min(RUN_CHUNK, n), ctl)
                 continue
             self.step(controller)
             if callback is not None:
@@ -822,7 +831,16 @@ class Simulator:
         nd = len(self.ds)
         if (type(controller) is PDController and controller.feedforward is None and _plain(controller.kp, nd)
                 and _plain(controller.kd, nd) and _plain(controller.effort, nd)):
-            return controller.compiled()
+            # the last run's compiled copy while the controller is as it was then (its trajectories
+            # are immutable, replaced by move_to; gains are changed in place): its loop is reused
+            trajs = tuple(controller.trajectories.values())
+            got = self._run_ctl
+            if (got is None or got[0] is not controller or len(got[1]) != len(trajs)
+                    or not all(map(operator.is_, got[1], trajs)) or not np.array_equal(got[2].kp, controller.kp)
+                    or not np.array_equal(got[2].kd, controller.kd)
+                    or not np.array_equal(got[2].effort, controller.effort)):
+                got = self._run_ctl = (controller, trajs, controller.compiled())
+            return got[2]
         return False
 
     # ------------------------------------------------------------------ the step
