@@ -22,9 +22,9 @@ No 53 x 53 (the held mug) or 104 x 104 (the Puma) factorisation: O(bodies) small
 O(rows x coordinates) products.  A joint block that is not of full rank goes through the Schur
 complement with the couplings.
 
-**Not used by the simulator yet.**  :func:`tree_island` solves the hand's islands 5-20 % faster
-than ``solve_island`` (held mug 34.8-42.3 against 42.4-44.8 us, Puma grasp 199-242 against
-254-286 us; a two-body island is slower; the same velocities to ~1e-9,
+**Not used by the simulator yet.**  :func:`tree_island` solves the hand's islands 5-27 % faster
+than ``solve_island`` (held mug 34.8-52.0 against 42.4-65.9 us, Puma grasp 199-242 against
+254-287 us; a two-body island is slower; the same velocities to ~1e-9,
 tests/test_tree_elimination.py, ``benchmarks/bench_tree_elimination.py``), but it compiles in
 ~5.6 s more CPU, and wired into ``solve_islands`` it took the README's first job from 36.1 to
 45.2 s of wall time on a cold cache (solve_islands' compile 22.8 -> 35.7 s CPU).  Its rounding
@@ -410,63 +410,11 @@ def tree_prepare(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, rows,
     banned = np.zeros(ne, np.bool_)
     for attempt in range(ne + 1):
         order, parent, gstart, grows, coupling = _plan(eb, ecnt, n_hard, soft_comp, nbi, banned)
-        bad = _bases_fail(order, parent, gstart, grows, eb, ej, ecnt)
+        bad, qcnt, qcol, nq, S, X, PB = _bases(order, parent, gstart, grows, eb, ej, ecnt, nbi)
         if bad < 0:
             break
         for x in range(gstart[bad], gstart[bad + 1]):      # (a joint block not of full rank: its
             banned[grows[x]] = True                        # rows through the Schur complement)
-    # coordinates: a body's are its parent's, then its own (6 - m)
-    qcnt = np.zeros(nbi, np.int64)
-    qcol = np.zeros((nbi, nv), np.int64)
-    nq = 0
-    for b in order:
-        p = parent[b]
-        k = 0
-        if p >= 0:
-            for x in range(qcnt[p]):
-                qcol[b, x] = qcol[p, x]
-            k = qcnt[p]
-        own = 6 - (gstart[b + 1] - gstart[b])
-        for x in range(own):
-            qcol[b, k + x] = nq + x
-        qcnt[b] = k + own
-        nq += own
-    # S (nbi, 6, nq): body b's twist per coordinate qcol[b, k]; X: each joint's C^+
-    S = np.zeros((nbi, 6, nq))
-    X = np.zeros((nbi, 6, 6))
-    CB = np.zeros((nbi, 6, 6))             # each joint's blocks on its child (C) and parent (P)
-    PB = np.zeros((nbi, 6, 6))
-    Nb = np.empty((6, 6))
-    QA = np.empty((6, 6))
-    QQ = np.empty((6, 6))
-    Qv = np.empty(6)
-    PS = np.empty((6, nq))
-    for b in order:
-        p = parent[b]
-        m = gstart[b + 1] - gstart[b]
-        if m == 0:
-            for i in range(6):
-                S[b, i, i] = 1.0
-            continue
-        _joint_blocks(b, p, gstart, grows, eb, ej, ecnt, CB[b], PB[b])
-        _pinv_null(CB[b], m, X[b], Nb, QA, QQ, Qv)
-        kp = qcnt[p] if p >= 0 else 0
-        if p >= 0:                          # v_b = -C^+ P v_p + N q_b
-            for i in range(m):
-                for k in range(kp):
-                    t = 0.0
-                    for j in range(6):
-                        t += PB[b, i, j] * S[p, j, k]
-                    PS[i, k] = t
-            for i in range(6):
-                for k in range(kp):
-                    t = 0.0
-                    for j in range(m):
-                        t += X[b, i, j] * PS[j, k]
-                    S[b, i, k] = -t
-        for k in range(6 - m):
-            for i in range(6):
-                S[b, i, kp + k] = Nb[i, k]
     # the bodies' mass matrices M = (M^-1)^-1: diag(m, m, m) and the world inertia (mass_terms'
     # M^-1 is diag(1/m) and the inertia's inverse; the latter inverted back by cofactors)
     M = np.zeros((nbi, 6, 6))
@@ -606,22 +554,65 @@ def tree_prepare(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, rows,
 
 
 @njit(cache=True)
-def _bases_fail(order, parent, gstart, grows, eb, ej, ecnt):
-    """The first body (in ``order``) whose joint block is not of full row rank, or -1."""
-    Cb = np.empty((6, 6))
-    Pb = np.empty((6, 6))
-    X = np.empty((6, 6))
-    N = np.empty((6, 6))
-    A = np.empty((6, 6))
-    Q = np.empty((6, 6))
-    v = np.empty(6)
+def _bases(order, parent, gstart, grows, eb, ej, ecnt, nbi):
+    """The twists per coordinate along the tree of :func:`_plan`: (the first body, in ``order``,
+    whose joint block is not of full row rank, else -1; each body's coordinate count and columns,
+    the coordinate count, S (nbi, 6, nq): body b's twist per coordinate qcol[b, k]; X: each
+    joint's C^+; PB: each joint's block on its parent)."""
+    # coordinates: a body's are its parent's, then its own (6 - m)
+    qcnt = np.zeros(nbi, np.int64)
+    qcol = np.zeros((nbi, 6 * nbi), np.int64)
+    nq = 0
     for b in order:
+        p = parent[b]
+        k = 0
+        if p >= 0:
+            for x in range(qcnt[p]):
+                qcol[b, x] = qcol[p, x]
+            k = qcnt[p]
+        own = 6 - (gstart[b + 1] - gstart[b])
+        for x in range(own):
+            qcol[b, k + x] = nq + x
+        qcnt[b] = k + own
+        nq += own
+    # S (nbi, 6, nq): body b's twist per coordinate qcol[b, k]; X: each joint's C^+
+    S = np.zeros((nbi, 6, nq))
+    X = np.zeros((nbi, 6, 6))
+    Cb = np.empty((6, 6))                  # a joint's block on its child; PB: on its parent
+    PB = np.zeros((nbi, 6, 6))
+    Nb = np.empty((6, 6))
+    QA = np.empty((6, 6))
+    QQ = np.empty((6, 6))
+    Qv = np.empty(6)
+    PS = np.empty((6, nq))
+    for b in order:
+        p = parent[b]
         m = gstart[b + 1] - gstart[b]
-        if m:
-            _joint_blocks(b, parent[b], gstart, grows, eb, ej, ecnt, Cb, Pb)
-            if not _pinv_null(Cb, m, X, N, A, Q, v):
-                return b
-    return -1
+        if m == 0:
+            for i in range(6):
+                S[b, i, i] = 1.0
+            continue
+        _joint_blocks(b, p, gstart, grows, eb, ej, ecnt, Cb, PB[b])
+        if not _pinv_null(Cb, m, X[b], Nb, QA, QQ, Qv):
+            return b, qcnt, qcol, nq, S, X, PB
+        kp = qcnt[p] if p >= 0 else 0
+        if p >= 0:                          # v_b = -C^+ P v_p + N q_b
+            for i in range(m):
+                for k in range(kp):
+                    t = 0.0
+                    for j in range(6):
+                        t += PB[b, i, j] * S[p, j, k]
+                    PS[i, k] = t
+            for i in range(6):
+                for k in range(kp):
+                    t = 0.0
+                    for j in range(m):
+                        t += X[b, i, j] * PS[j, k]
+                    S[b, i, k] = -t
+        for k in range(6 - m):
+            for i in range(6):
+                S[b, i, kp + k] = Nb[i, k]
+    return -1, qcnt, qcol, nq, S, X, PB
 
 
 @njit(cache=True)

@@ -98,6 +98,13 @@ class NoController:
                       np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0), np.zeros((0, 1)))
 
 
+def possible(sim) -> bool:
+    """Can the compiled loop take any step of ``sim`` at all (its settings: no profiling, no
+    restitution, the compiled island solver, collisions with pairs to search)?"""
+    return (not sim.profile and not sim.restitution and sim._lemke is None
+            and sim._collisions_on and len(sim.table.collision_pairs) > 0)
+
+
 def eligible(sim, controller) -> bool:
     """Can the compiled loop take the next steps of ``sim`` (else ``step()`` runs them)?
     ``controller``: a CompiledPD or a :class:`NoController`."""
@@ -105,11 +112,9 @@ def eligible(sim, controller) -> bool:
 
     d = sim._data
     # (sleeping objects: the loop wakes none; their parameters changed, step() does)
-    return (isinstance(controller, (CompiledPD, NoController)) and not sim.profile and d.asleep is None
+    return (isinstance(controller, (CompiledPD, NoController)) and possible(sim) and d.asleep is None
             and (not sim._bodies_asleep or d.bodies_key == sim._sleep_key())
-            and all(getattr(m, "quintic_translation", None) is not None for m in sim._kinematic.values())
-            and not sim.restitution and sim._lemke is None
-            and sim._collisions_on and len(sim.table.collision_pairs) > 0)
+            and all(getattr(m, "quintic_translation", None) is not None for m in sim._kinematic.values()))
 
 
 class CompiledLoop:

@@ -823,8 +823,9 @@ class Simulator:
         """What :meth:`rollout` would run for ``controller`` as ``step`` runs it (a PDController
         without feedforward, with plain gains: compiled as it is), or False."""
         from ..control.pd import CompiledPD, PDController, _plain
+        from . import rollout as RO
 
-        if self.profile or self.restitution or self._lemke is not None or not self._collisions_on:
+        if not RO.possible(self):
             return False                # (steps the loop never takes: the stages, every one)
         if controller is None or isinstance(controller, CompiledPD):
             return controller
