@@ -290,6 +290,29 @@ def test_bad_controller_commands_are_refused_by_dof_name(descs):
     assert finite_state(sim.state)
 
 
+def test_a_controller_or_callback_of_the_wrong_kind_is_named_before_any_step(descs):
+    """step() and run() name a controller without a command(sim) method and run() a callback that
+    is not callable before the first step (it had been an AttributeError, or a TypeError after one
+    step of the run had been taken); a torque command of the wrong length is named by its torques."""
+    sim = Simulator(world(descs, "mug"))
+    nd = len(sim.dof_names)
+
+    class NoMethod:
+        command = 5
+
+    for bad in (5, object(), NoMethod()):
+        refused(sim, lambda: sim.step(bad), ValueError, "controller must be None or an object with a command")
+        refused(sim, lambda: sim.run(0.1, bad), ValueError, "controller must be None or an object with a command")
+    refused(sim, lambda: sim.run(0.1, None, 5), ValueError, "callback must be None or a function")
+    refused(sim, lambda: sim.run(-1.0), ValueError, r"duration must be finite, >= 0, got -1")
+
+    class Torques:
+        def command(self, _):
+            return DriveCommand.torques(np.zeros(nd + 1))
+
+    refused(sim, lambda: sim.step(Torques()), ValueError, r"tau_ff must have shape \(4,\)")
+
+
 def test_bad_external_forces_and_base_motions_are_refused_and_nothing_is_applied(descs):
     """A refused force is not applied: the next step equals a twin simulator's without it."""
     sims = [Simulator(world(descs, "mug")) for _ in range(2)]

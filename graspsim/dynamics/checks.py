@@ -46,7 +46,8 @@ def number(name: str, value, lo: float, hi: float, *, open_low: bool = False) ->
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a number, got {value!r}") from None
     if not (np.isfinite(x) and (lo < x <= hi if open_low else lo <= x <= hi)):
-        raise ValueError(f"{name} must be finite, {'>' if open_low else '>='} {lo:g} and <= {hi:g}, got {value!r}")
+        rng = f"{'>' if open_low else '>='} {lo:g}" + ("" if hi == np.inf else f" and <= {hi:g}")
+        raise ValueError(f"{name} must be finite, {rng}, got {value!r}")
     return x
 
 
@@ -55,6 +56,14 @@ vector = spatial.finite_vector      # (name, value, n): a new float (n,) array o
 
 #: DriveCommand fields in the order of the rows command_array returns
 CMD_FIELDS = ("q_ref", "qd_ref", "tau_ff", "kp", "kd", "effort")
+
+
+def controller(ctl, what: str = "controller") -> None:
+    """ValueError unless ``ctl`` is None or has a ``command(sim)`` method (checked before a step
+    calls it: a controller of the wrong kind is named, not met as an AttributeError mid-run)."""
+    if ctl is not None and not callable(getattr(ctl, "command", None)):
+        raise ValueError(f"{what} must be None or an object with a command(sim) method returning a "
+                         f"DriveCommand (a PDController, for one), got {type(ctl).__name__}")
 
 
 def command_array(cmd, dof_names: tuple) -> np.ndarray:
@@ -84,7 +93,8 @@ def command_array(cmd, dof_names: tuple) -> np.ndarray:
 def _command_problem(cmd, dof_names: tuple) -> None:
     """Raise the ValueError that names what is wrong with a command (the slow path of command_array)."""
     nd = len(dof_names)
-    for n in CMD_FIELDS:
+    # tau_ff first: a torque command of the wrong length (DriveCommand.torques) is named by its torques
+    for n in ("tau_ff",) + tuple(f for f in CMD_FIELDS if f != "tau_ff"):
         try:
             a = np.asarray(getattr(cmd, n), dtype=np.float64)
         except AttributeError:

@@ -60,7 +60,8 @@ from ..world import World
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
 from . import bodies as B
-from .checks import MAX_DT, MIN_DT, checked_data, checked_state, command_array, number, state_problem, vector
+from .checks import (MAX_DT, MIN_DT, checked_data, checked_state, command_array, controller as check_controller, number,
+                     state_problem, vector)
 from ..model.bodies import OBJECT
 from .drives import DriveCommand
 from .island import IslandProblem, project_positions, solve_island
@@ -801,6 +802,9 @@ class Simulator:
         through :meth:`rollout` (its compiled loop, when compiled: the same states as ``step``
         calls, bit for bit); the last steps, fewer than that, through ``step``."""
         duration = number("duration", duration, 0.0, np.inf)
+        check_controller(controller)
+        if callback is not None and not callable(callback):
+            raise ValueError(f"callback must be None or a function of the simulator, got {type(callback).__name__}")
         t_end = self.state.time + duration - 1e-12
         ctl = False         # (not asked for a run too short for a rollout)
         if callback is None and self.compiled_loop is not False and duration >= RUN_MIN_STEPS * self.dt:
@@ -850,6 +854,7 @@ class Simulator:
         the stage timer when ``profile`` is on (:mod:`graspsim.dynamics.stages`)."""
         timer = StageTimer(self.profile)
         s, h = self.state, self.dt
+        check_controller(controller)
         self._check_steppable(s, h)
         cmd = _LATER
         if self._data.asleep is not None:                    # a sleeping world: does anything wake it?
