@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+from pathlib import Path
 
 
 def positive(name: str, value, *, zero: bool = False) -> float:
@@ -29,3 +31,39 @@ def object_name(world, obj) -> None:
     """KeyError naming what the world has when ``obj`` (not None) is not one of its objects."""
     if obj is not None:
         world.bodies[obj]     # (the world's KeyError lists its objects)
+
+
+def output_file(name: str, path) -> Path:
+    """A file about to be written (a result, a plot, a database): its folder made if missing, as
+    every writer of graspsim does; ValueError naming ``name`` and the path when ``path`` is a folder
+    or its folder cannot be made or written into (a file in the way) -- not an OSError from deep
+    inside, nor one at the end of a long run whose results it would lose: commands check their
+    output files before the work."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{name} '{path}' is a folder; give the file to write")
+    folder = p.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ValueError(f"{name} '{path}': cannot make its folder '{folder}': a file is in the way") from None
+    except OSError as e:
+        raise ValueError(f"{name} '{path}': cannot make its folder '{folder}': {e.strerror or e}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} '{path}': its folder '{folder}' is not writable")
+    return p
+
+
+def output_folder(name: str, path) -> Path:
+    """A folder files are about to be written into, made if missing; ValueError naming ``name``
+    when a file is in the way or it is not writable (see :func:`output_file`)."""
+    d = Path(path)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ValueError(f"{name} '{path}' is a file, or a file is in its way; give a folder") from None
+    except OSError as e:
+        raise ValueError(f"{name} '{path}': cannot make the folder: {e.strerror or e}") from None
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} '{path}': the folder is not writable")
+    return d

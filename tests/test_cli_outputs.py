@@ -182,6 +182,41 @@ def test_bad_grasp_options_get_one_clear_line(capsys, args, message):
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
 
 
+def test_output_paths_that_cannot_be_written_are_named_before_the_work(capsys, tmp_path):
+    """Every command's output file -- grasp --json/--plot, plan --json/--write-world, view
+    --screenshot, batch --db -- that is a folder, or whose folder cannot be made because a file is
+    in the way, is one "error:" line naming the option, and nothing is computed or written (they had
+    been tracebacks: IsADirectoryError, NotADirectoryError, sqlite3's "unable to open database
+    file", FileExistsError from the run lock).  A missing folder is made, as before."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    world = str(ROOT / "worlds/barrett_mug.yaml")
+    cases = [
+        (["grasp", world, "--json", str(tmp_path)], "--json '%s' is a folder; give the file to write" % tmp_path),
+        (["grasp", world, "--json", str(blocker / "r.json")], "--json '%s': cannot make its folder" % (blocker / "r.json")),
+        (["grasp", world, "--plot", str(blocker / "g.png")], "a file is in the way"),
+        (["plan", world, "--iterations", "3", "--n", "1", "--json", str(tmp_path)], "--json '%s' is a folder" % tmp_path),
+        (["plan", world, "--iterations", "3", "--n", "1", "--write-world", str(blocker / "w.yaml")],
+         "--write-world '%s': cannot make its folder" % (blocker / "w.yaml")),
+        (["view", world, "--headless", "--screenshot", str(blocker / "s.png")], "--screenshot '%s': cannot make" % (blocker / "s.png")),
+        (["batch", str(ROOT / "examples/batch_barrett_mug.yaml"), "--limit", "1", "--db", str(tmp_path)],
+         "results database '%s' is a folder" % tmp_path),
+        (["batch", str(ROOT / "examples/batch_barrett_mug.yaml"), "--limit", "1", "--db", str(blocker / "r.sqlite")],
+         "a file is in the way"),
+    ]
+    for args, message in cases:
+        rc = main(args)
+        cap = capsys.readouterr()
+        lines = cap.err.strip().splitlines()
+        assert rc == 2 and cap.out == "", args
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (args, cap.err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]      # nothing written
+    out = tmp_path / "new" / "deeper" / "r.json"                          # a missing folder is made
+    assert main(["grasp", world, "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["quality"]["force_closure"] is True
+    capsys.readouterr()
+
+
 def test_linf_volume_limit_is_an_option(capsys, tmp_path):
     """The L-infinity hull of 8 contacts x 8 cone edges has more facets than the limit: the note
     names the limit and the option; 0 skips the volume; epsilon is reported either way."""

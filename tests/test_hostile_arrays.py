@@ -400,7 +400,7 @@ def test_grasp_evaluation_names_and_plot_path(tmp_path):
     assert len(gc) >= 3 and q.force_closure and q.epsilon > 0
     d = tmp_path / "plots"
     d.mkdir()
-    with pytest.raises(ValueError, match="is a directory"):
+    with pytest.raises(ValueError, match="is a folder; give the file to write"):
         plot_gws(q, d)
     assert not (tmp_path / "plots.png").exists()
 

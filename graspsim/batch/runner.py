@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 
+from ..arguments import output_file
+
 from .candidates import Candidate, generate_candidates, object_geometry, plan_candidates
 from .config import BatchConfig, BatchError, load_config, load_scene_world
 from .evaluate import DynamicUnavailable, Evaluator, base_row, dynamic_api, evaluate_chunk
@@ -433,6 +435,10 @@ def run_batch(config, db=None, *, workers: int = 0, scheduler: str | None = None
         insecure_address_warning(str(client.scheduler.address), out)
     t_start = time.perf_counter()
     db = Path(db if db is not None else (cfg.output or f"{cfg.name}.sqlite"))
+    try:
+        output_file("results database", db)     # (its lock file sits beside it)
+    except ValueError as e:
+        raise BatchError(str(e)) from None
     with RunLock(db):
         created = not db.exists()
         store = None

@@ -117,7 +117,9 @@ class ResultStore:
         if not create and not self.path.is_file():
             raise FileNotFoundError(f"results database '{self.path}' not found")
         if create:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            from ..arguments import output_file
+
+            output_file("results database", self.path)
         self.con = _connect(self.path)
         if create:
             self._create()
@@ -341,7 +343,9 @@ def export_results(db, out, *, fmt: str | None = None, timings: bool = True) -> 
     cols = NAMES if timings else list(RESULT_COLUMNS)
     rows = read_results(db, columns=cols)
     meta = read_config(db)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    from ..arguments import output_file
+
+    output_file("export file", out)
     if fmt == "csv":
         with open(out, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)

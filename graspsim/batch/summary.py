@@ -277,8 +277,9 @@ def plot_summary(s: Summary, directory) -> list[Path]:
     (see :func:`summary_figures`)."""
     import matplotlib.pyplot as plt
 
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
+    from ..arguments import output_folder
+
+    d = output_folder("plots folder", directory)
     out = []
     for name, fig in summary_figures(s):
         p = d / name

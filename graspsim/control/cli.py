@@ -101,6 +101,12 @@ def run(args) -> int:
     from graspsim import control
 
     _check_numbers(args)
+    from graspsim.arguments import output_file
+
+    if args.json not in (None, "-"):
+        output_file("--json", args.json)       # (before the work: a bad path must not lose the result)
+    if args.plot:
+        output_file("--plot", args.plot)
     world = graspsim.load_world(args.world)
     hand = args.hand or _default_hand(world)
     if hand not in world.robots:

@@ -140,9 +140,8 @@ def plot_gws(result: GraspQuality | Any, path: str | Path | None = None, *,
     fig.text(0.5, 0.015, caption(result.gws, torque_scale), ha="center", va="bottom", fontsize=8)
     fig.subplots_adjust(bottom=0.14)
     if path is not None:
-        p = Path(path)
-        if p.is_dir():
-            raise ValueError(f"plot_gws: {str(p)!r} is a directory; give the PNG file to write")
-        p.parent.mkdir(parents=True, exist_ok=True)
+        from ..arguments import output_file
+
+        p = output_file("plot_gws: path", path)
         fig.savefig(p, dpi=dpi)
     return fig

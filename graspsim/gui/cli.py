@@ -56,6 +56,14 @@ def _cmd_view(args) -> int:
     if args.screenshot and not args.screenshot.lower().endswith(".png"):
         print("error: --screenshot must name a .png file", file=sys.stderr)
         return 2
+    if args.screenshot:
+        from ..arguments import output_file
+
+        try:
+            output_file("--screenshot", args.screenshot)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     try:
         commands = load_script(args.script) if args.script else []
     except ScriptError as e:

@@ -24,8 +24,8 @@ def write_png(path: str | Path, rgb: np.ndarray, level: int = 6) -> Path:
     header = struct.pack(">IIBBBBB", w, h, 8, 2 if c == 3 else 6, 0, 0, 0)
     data = (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(raw.tobytes(), level))
             + _chunk(b"IEND", b""))
-    p = Path(path)
-    if p.parent and not p.parent.exists():
-        p.parent.mkdir(parents=True, exist_ok=True)
+    from ..arguments import output_file
+
+    p = output_file("PNG file", path)
     p.write_bytes(data)
     return p

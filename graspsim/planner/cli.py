@@ -122,6 +122,11 @@ def run(args) -> int:
                     ("--samples", args.samples)):
         if v is not None and not (math.isfinite(v) and v > 0):
             raise ValueError(f"{name} {v:g}: must be a number > 0")
+    from ..arguments import output_file
+
+    for name, path in (("--json", args.json), ("--write-world", args.write_world)):
+        if path not in (None, "-"):
+            output_file(name, path)         # (before the search: a bad path must not lose its grasps)
     world = load_world(args.world)
     hand, obj = _pick(world, args.hand, args.obj)
     log: list = []
