@@ -98,9 +98,10 @@ def _finite_rows(name: str, a: FloatArray) -> None:
     bad = ~np.isfinite(a)
     if bad.any():
         if a.ndim == 0:
-            raise ValueError(f"{name} is not finite ({a!r})")
+            raise ValueError(f"{name} is not finite ({float(a)})")
         row = int(np.argwhere(bad)[0][0])
-        raise ValueError(f"{name}: row {row} contains NaN or inf ({a[row]!r})")
+        # (plain numbers: numpy 2's repr of a scalar reads np.float64(nan))
+        raise ValueError(f"{name}: row {row} contains NaN or inf ({np.asarray(a[row]).tolist()})")
 
 
 def _as_rows(name: str, x: ArrayLike, k: int | None, width: int) -> FloatArray:
@@ -152,7 +153,7 @@ def _per_contact(name: str, x: ArrayLike, k: int, *, nonneg: bool = True) -> Flo
     _finite_rows(name, a)
     if nonneg and (a < 0).any():
         row = int(np.argmax(a < 0))
-        raise ValueError(f"{name}: row {row} is negative ({a[row]!r}); must be >= 0")
+        raise ValueError(f"{name}: row {row} is negative ({float(a[row])}); must be >= 0")
     return a
 
 
@@ -176,7 +177,7 @@ def validate_contacts(
     length = np.sqrt(np.add.reduce(N * N, axis=1))      # np.linalg.norm's arithmetic, less glue
     if (length < ZERO_NORMAL).any():
         row = int(np.argmax(length < ZERO_NORMAL))
-        raise ValueError(f"normals: row {row} has zero length ({N[row]!r})")
+        raise ValueError(f"normals: row {row} has zero length ({N[row].tolist()})")
     N = N / length[:, None]
     MU = _per_contact("mu", mu, k)
     C, ts = _center_and_scale(center, torque_scale)
