@@ -88,19 +88,29 @@ def data_path(*parts: str) -> Path:
     return Path(__file__).resolve().parent.parent.joinpath(*parts)
 
 
+def _file_path(fn: str, path):
+    """``path`` unless it is not a file path (str or os.PathLike): then a ModelError naming ``fn``
+    (os.fspath's own TypeError says neither what was called nor what to give)."""
+    if isinstance(path, (str, os.PathLike)):
+        return path
+    from .errors import ModelError
+
+    raise ModelError(f"{fn} needs the path of a file (str or pathlib.Path), got {type(path).__name__}")
+
+
 def load_world(path):
     """Load a world YAML file and return a :class:`graspsim.world.World` in its initial state."""
     from .model.loader import load_world as _lw
     from .world import World
 
-    return World(_lw(path))
+    return World(_lw(_file_path("load_world", path)))
 
 
 def load_robot(path):
     """Load a robot YAML file into an immutable :class:`graspsim.model.Robot` description."""
     from .model.loader import load_robot as _lr
 
-    return _lr(path)
+    return _lr(_file_path("load_robot", path))
 
 
 def load_object(path):
@@ -108,7 +118,7 @@ def load_object(path):
     immutable :class:`graspsim.model.Object` description (docs/objects.md)."""
     from .model.loader import load_object as _lo
 
-    return _lo(path)
+    return _lo(_file_path("load_object", path))
 
 
 def __getattr__(name):  # lazy access to heavier parts of the API

@@ -521,3 +521,14 @@ def test_validate_reports_a_body_wholly_inside_another(tmp_path):
     # the depth estimate is the deepest vertex of either body inside the other: the ball's equator,
     # 50 mm from both faces of the 100 mm table
     assert depth == pytest.approx(50.0, abs=1.0)
+
+
+@pytest.mark.parametrize("bad", [None, 5, 3.5, ["worlds/barrett_mug.yaml"]])
+def test_loaders_name_a_path_that_is_not_one(bad):
+    """load_world/load_robot/load_object given something that is not a file path (None, a number,
+    a list) raise a ModelError naming the function and what it got, not os.fspath's TypeError."""
+    import graspsim
+
+    for fn in (graspsim.load_world, graspsim.load_robot, graspsim.load_object):
+        with pytest.raises(ModelError, match=rf"{fn.__name__} needs the path of a file .* got {type(bad).__name__}"):
+            fn(bad)
