@@ -133,7 +133,9 @@ def test_parse_script_commands_and_units():
 @pytest.mark.parametrize("text, message", [
     ("jump 3", "unknown command 'jump'"),
     ("run", "'run' takes 1 argument, got 0"),
-    ("run fast", "argument 1 'fast': not a number"),
+    ("run fast", "argument 1 'fast': not a finite number"),
+    ("run nan", "argument 1 'nan': not a finite number"),      # (float() takes it: the run never ran)
+    ("wait inf", "argument 1 'inf': not a finite number"),
     ("run -1", "must not be negative"),
     ("frames 2.5", "whole number"),
     ("dof f1 ten", "'ten' is not a number"),

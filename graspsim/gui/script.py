@@ -17,6 +17,7 @@ and ``frames`` let the window draw while they last).
 """
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -157,7 +158,10 @@ def parse_script(text: str, source: str = "script") -> list[Command]:
             k = "*" if kk == "*" else (kk[i] if i < len(kk) else "s")
             try:
                 if k == "f":
-                    conv.append(float(a))
+                    x = float(a)
+                    if not math.isfinite(x):       # (float() takes 'nan', 'inf', '1e999')
+                        raise ValueError(a)
+                    conv.append(x)
                 elif k == "v":
                     parse_value(a)
                     conv.append(a)
@@ -165,7 +169,7 @@ def parse_script(text: str, source: str = "script") -> list[Command]:
                     conv.append(a)
             except ValueError as e:
                 raise ScriptError(f"{where}: '{name}': argument {i + 1} '{a}': "
-                                  f"{e if k == 'v' else 'not a number'} (usage: {usage})") from None
+                                  f"{e if k == 'v' else 'not a finite number'} (usage: {usage})") from None
         _check(name, conv, where, usage)
         out.append(Command(name, tuple(conv), lineno, part))
     return out
