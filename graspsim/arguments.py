@@ -42,15 +42,7 @@ def output_file(name: str, path) -> Path:
     p = Path(path)
     if p.is_dir():
         raise ValueError(f"{name} '{path}' is a folder; give the file to write")
-    folder = p.parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ValueError(f"{name} '{path}': cannot make its folder '{folder}': a file is in the way") from None
-    except OSError as e:
-        raise ValueError(f"{name} '{path}': cannot make its folder '{folder}': {e.strerror or e}") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} '{path}': its folder '{folder}' is not writable")
+    _writable_folder(p.parent, f"{name} '{path}': its folder '{p.parent}'")
     return p
 
 
@@ -58,12 +50,18 @@ def output_folder(name: str, path) -> Path:
     """A folder files are about to be written into, made if missing; ValueError naming ``name``
     when a file is in the way or it is not writable (see :func:`output_file`)."""
     d = Path(path)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ValueError(f"{name} '{path}' is a file, or a file is in its way; give a folder") from None
-    except OSError as e:
-        raise ValueError(f"{name} '{path}': cannot make the folder: {e.strerror or e}") from None
-    if not os.access(d, os.W_OK | os.X_OK):
-        raise ValueError(f"{name} '{path}': the folder is not writable")
+    _writable_folder(d, f"{name} '{path}'")
     return d
+
+
+def _writable_folder(folder: Path, what: str) -> None:
+    """Make ``folder`` (and its parents) if missing; ValueError "``what``: ..." when it cannot be
+    made (a file in the way) or written into."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ValueError(f"{what} cannot be made: a file is in the way") from None
+    except OSError as e:
+        raise ValueError(f"{what} cannot be made: {e.strerror or e}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} is not writable")

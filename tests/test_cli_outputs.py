@@ -193,12 +193,12 @@ def test_output_paths_that_cannot_be_written_are_named_before_the_work(capsys, t
     world = str(ROOT / "worlds/barrett_mug.yaml")
     cases = [
         (["grasp", world, "--json", str(tmp_path)], "--json '%s' is a folder; give the file to write" % tmp_path),
-        (["grasp", world, "--json", str(blocker / "r.json")], "--json '%s': cannot make its folder" % (blocker / "r.json")),
+        (["grasp", world, "--json", str(blocker / "r.json")], "--json '%s': its folder" % (blocker / "r.json")),
         (["grasp", world, "--plot", str(blocker / "g.png")], "a file is in the way"),
         (["plan", world, "--iterations", "3", "--n", "1", "--json", str(tmp_path)], "--json '%s' is a folder" % tmp_path),
         (["plan", world, "--iterations", "3", "--n", "1", "--write-world", str(blocker / "w.yaml")],
-         "--write-world '%s': cannot make its folder" % (blocker / "w.yaml")),
-        (["view", world, "--headless", "--screenshot", str(blocker / "s.png")], "--screenshot '%s': cannot make" % (blocker / "s.png")),
+         "--write-world '%s': its folder" % (blocker / "w.yaml")),
+        (["view", world, "--headless", "--screenshot", str(blocker / "s.png")], "--screenshot '%s': its folder" % (blocker / "s.png")),
         (["batch", str(ROOT / "examples/batch_barrett_mug.yaml"), "--limit", "1", "--db", str(tmp_path)],
          "results database '%s' is a folder" % tmp_path),
         (["batch", str(ROOT / "examples/batch_barrett_mug.yaml"), "--limit", "1", "--db", str(blocker / "r.sqlite")],
