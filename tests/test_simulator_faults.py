@@ -40,7 +40,7 @@ class Hang(Exception):
 
 @contextmanager
 def within_a_second():
-    """Fail (not hang) if the block runs 10 s; assert it took less than 1 s (our calls take ms),
+    """Fail (not hang) if the block runs 10 s (wall); assert it took less than 1 s of CPU (our calls take ms),
     unless a kernel was compiled or loaded in it: on an empty kernel cache the first call of a path
     compiles its kernels (seconds), which says nothing about the call (this file run on its own)."""
     def _raise(*_):
@@ -49,13 +49,15 @@ def within_a_second():
     old = signal.signal(signal.SIGALRM, _raise)
     signal.setitimer(signal.ITIMER_REAL, 10.0)
     kernels = _compile._progress.n
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, old)
-    assert time.perf_counter() - t0 < 1.0 or _compile._progress.n != kernels
+    # CPU time: on this shared 2-core host a refusal that takes 0.03 ms was once measured at 1.12 s
+    # of wall time (the process not running); a hang still meets the 10 s alarm above
+    assert time.process_time() - t0 < 1.0 or _compile._progress.n != kernels
 
 
 def same_state(a, b) -> bool:
@@ -113,8 +115,9 @@ def test_a_step_outside_1_ps_to_1_s_is_refused_at_construction_and_later(descs, 
         with pytest.raises(ValueError, match="dt must be a number"):
             Simulator(world(descs, "box"), dt=[1e-3])
         return
+    w = world(descs, "box")     # (built outside the timing: the refusal is what must be quick)
     with within_a_second(), pytest.raises(ValueError, match="dt must be"):
-        Simulator(world(descs, "box"), dt=dt)
+        Simulator(w, dt=dt)
     sim = Simulator(world(descs, "box"))
     refused(sim, lambda: setattr(sim, "dt", dt), ValueError, "dt must be")
     assert sim.dt == descs["box"].dt
@@ -188,8 +191,9 @@ def test_zero_mass_or_a_singular_inertia_is_named_when_the_simulator_is_built(de
         inr = dataclasses.replace(b.obj.inertial, mass=mass, **({} if inertia is None else {"inertia": inertia}))
         bad = dataclasses.replace(d, bodies=(dataclasses.replace(b, obj=dataclasses.replace(b.obj, inertial=inr)),
                                              *d.bodies[1:]))
+        w = graspsim.World(bad)     # (built outside the timing: the refusal is what must be quick)
         with within_a_second(), pytest.raises(ValueError, match="dynamic body 'box': mass must be finite and > 0"):
-            Simulator(graspsim.World(bad))
+            Simulator(w)
 
 
 def test_a_1_ns_step_does_not_launch_a_resting_box(descs):
@@ -350,8 +354,9 @@ def test_bad_external_forces_and_base_motions_are_refused_and_nothing_is_applied
     ({"restitution_speed": np.nan}, "restitution_speed"), ({"lemke": "lemke"}, "lemke"),
 ])
 def test_bad_simulator_parameters_are_named(descs, kw, msg):
+    w = world(descs, "box")
     with within_a_second(), pytest.raises(ValueError, match=msg):
-        Simulator(world(descs, "box"), **kw)
+        Simulator(w, **kw)
 
 
 def test_world_setters_refuse_nonsense_and_keep_the_state(descs):
