@@ -84,6 +84,14 @@ evaluation: {{mode: fast}}
     assert f"{p}:6: candidates.rollz: unknown key 'rollz' (did you mean 'rolls'?)" in text
     assert f"{p}:7: candidates.standoffs[1]: must be >= 0" in text
     assert f"{p}:8: evaluation.mode: 'fast' is not one of static, dynamic" in text
+    # a value out of range is quoted as the file wrote it, in its units (not -0.005 m for -5 mm)
+    p.write_text(f"batch: bad\nunits: {{length: mm}}\nworld: {WORLD}\nhand: barrett\ncandidates: {{clearance: -5}}\n"
+                 "evaluation: {dynamic: {lift_height: '-2 cm'}}\n")
+    with pytest.raises(ModelError) as ei:
+        load_config(p)
+    text = "\n".join(str(e) for e in getattr(ei.value, "errors", [ei.value]))
+    assert "candidates.clearance: must be >= 0, got -5" in text and "-0.005" not in text
+    assert "evaluation.dynamic.lift_height: must be > 0, got -2 cm" in text
     # names are checked against the world once the structure is sound
     p.write_text(f"batch: bad\nworld: {WORLD}\nhand: barret\ncandidates: {{preshapes: [{{spred: 0}}]}}\n")
     with pytest.raises(ModelError) as ei:

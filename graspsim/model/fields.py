@@ -137,11 +137,14 @@ class Reader:
         if v is None:
             return default
         f = _join(field, key)
+        raw = m[key]
+        # the value as the file wrote it (in its units: 'clearance: -5' in a file in mm is -5, not -0.005)
+        shown = raw if isinstance(raw, str) else f"{float(raw):g}"
         if positive and not v > 0:
-            self.error(m.line_of(key), f, f"must be > 0, got {v:g}")
+            self.error(m.line_of(key), f, f"must be > 0, got {shown}")
             return default
         if nonnegative and not v >= 0:
-            self.error(m.line_of(key), f, f"must be >= 0, got {v:g}")
+            self.error(m.line_of(key), f, f"must be >= 0, got {shown}")
             return default
         if bounds is not None and not self.in_bounds(v, bounds, f, m.line_of(key)):
             return default
