@@ -236,6 +236,27 @@ def test_rigidbody_algorithms_refuse_non_finite_inputs(puma):
     assert np.abs(R.rnea(m, q, qd, qdd) - tau).max() < 1e-9
 
 
+def test_rigidbody_model_and_gains_are_checked(puma):
+    """from_robot of something that is not a robot named it (an AttributeError 'joints' before); a
+    world's robot is taken for its description.  computed_torque refuses negative or NaN gains
+    (e'' + kd e' + kp e = 0 is then unstable or meaningless); with gains kp = w^2, kd = 2 w on an
+    exact model from rest at the target it returns the gravity torques, RNEA's at qdd = 0."""
+    from graspsim import rigidbody as R
+
+    with pytest.raises(ValueError, match="from_robot needs a robot description .* got int"):
+        R.from_robot(5)
+    w = graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")
+    m, m2 = R.from_robot(puma), R.from_robot(w.robots["puma"])
+    q = np.linspace(-0.5, 0.5, m.nv)
+    assert np.array_equal(R.mass_matrix(m, q), R.mass_matrix(m2, q))
+    z = np.zeros(m.nv)
+    for kp, kd, bad in ((-1.0, 1.0, "kp"), (1.0, np.nan, "kd"), (np.full(m.nv, 4.0), -np.ones(m.nv), "kd")):
+        with pytest.raises(ValueError, match=f"computed_torque: {bad} must be finite and >= 0"):
+            R.computed_torque(m, q, z, q, z, z, kp, kd)
+    tau = R.computed_torque(m, q, z, q, z, z, 100.0, 20.0)
+    assert np.abs(tau - R.rnea(m, q, z, z)).max() < 1e-12
+
+
 def test_auto_grasp_and_lift_arguments_are_named(world):
     """Before: a NaN or negative timeout returned a result of a run that never ran, a zero lift
     duration raised ZeroDivisionError, a negative hold or slip tolerance was taken, an unknown hand

@@ -146,6 +146,14 @@ def computed_torque(model: RigidBodyModel, q: np.ndarray, qd: np.ndarray, q_des:
     """
     if model.floating:
         raise ValueError("computed_torque is for fixed-base models")
+    for name, g in (("kp", kp), ("kd", kd)):
+        try:
+            ga = np.asarray(g, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"computed_torque: {name} must be a number or one per DOF, got {g!r}") from None
+        # (a negative or NaN gain makes e'' + kd e' + kp e = 0 unstable or meaningless)
+        if not (np.isfinite(ga).all() and (ga >= 0).all()):
+            raise ValueError(f"computed_torque: {name} must be finite and >= 0, got {ga.tolist()}")
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
     acc = np.asarray(qdd_des, dtype=float) + kd * (np.asarray(qd_des) - qd) + kp * (np.asarray(q_des) - q)
     return inverse_dynamics(model, q, qd, acc, None, gravity)

@@ -28,7 +28,7 @@ def _vec(x, n: int, name: str) -> np.ndarray:
     if not float(a @ a) < 1e300:              # a NaN, an inf or an entry beyond ~1e150 (they overflow)
         big = np.flatnonzero(~(np.abs(a) < 1e150))
         i = int(big[0]) if len(big) else int(np.argmax(np.abs(a)))
-        raise ValueError(f"{name}[{i}] must be a finite number below 1e150 in magnitude, got {a[i]!r}")
+        raise ValueError(f"{name}[{i}] must be a finite number below 1e150 in magnitude, got {float(a[i])}")
     return a
 
 
