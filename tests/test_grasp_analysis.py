@@ -527,3 +527,24 @@ def test_volume_of_a_flat_jaw_grasp_that_qhull_merges_too_wide():
     q = g.analyze_wrenches(X.reshape(8, 8, 6), "L1", volume=True)
     assert q.force_closure and q.epsilon == pytest.approx(eps, rel=1e-8)
     assert q.volume == pytest.approx(vol, rel=1e-12)
+
+
+def test_rank_lp_and_qhull_helpers_name_non_finite_input():
+    """affine_rank, linear_rank, force_closure_lp and qhull_quality on a NaN raised numpy's
+    LinAlgError ("SVD did not converge"), support_function took a NaN direction: each names the
+    argument and the entry now.  Finite input keeps its answers: six +-unit wrenches of R^3
+    contain the origin (force closure, epsilon 1/sqrt(3) of the octahedron)."""
+    from graspsim.grasp import affine_rank, force_closure_lp, linear_rank, qhull_quality, support_function
+
+    W = np.vstack([np.eye(3), -np.eye(3)])
+    bad = W.copy()
+    bad[4, 1] = np.nan
+    for fn, name in ((affine_rank, "points"), (linear_rank, "points"), (force_closure_lp, "wrenches"),
+                     (qhull_quality, "points")):
+        with pytest.raises(ValueError, match=rf"{name}: row 4, column 1 is not finite \(nan\)"):
+            fn(bad)
+    with pytest.raises(ValueError, match="u must be finite"):
+        support_function(W, np.array([np.nan, 0.0, 0.0]))
+    assert affine_rank(W) == 3 and linear_rank(W[:2]) == 2 and force_closure_lp(W)
+    fc, eps, vol = qhull_quality(W)
+    assert fc and abs(eps - 1 / np.sqrt(3)) < 1e-12 and abs(vol - 4 / 3) < 1e-12

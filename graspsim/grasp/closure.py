@@ -44,18 +44,37 @@ def _rank(A: NDArray[np.float64], rtol: float) -> int:
     return int(np.sum(s > rtol * s[0]))
 
 
+def _points(name: str, points: ArrayLike) -> NDArray[np.float64]:
+    """``points`` as an (N, d) float array; ValueError naming ``name`` unless it is an array of
+    finite numbers with at least one column (an SVD of a NaN raised LinAlgError from inside numpy)."""
+    try:
+        X = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {type(points).__name__}") from None
+    if X.ndim == 0 or X.shape[-1] == 0:
+        raise ValueError(f"{name} must have shape (..., d) with d >= 1, got {X.shape}")
+    X = X.reshape(-1, X.shape[-1])
+    if not np.isfinite(X).all():
+        i, j = (int(v) for v in np.argwhere(~np.isfinite(X))[0])
+        raise ValueError(f"{name}: row {i}, column {j} is not finite ({float(X[i, j])})")
+    return X
+
+
 def affine_rank(points: ArrayLike, rtol: float = RANK_RTOL) -> int:
     """Dimension of the affine hull of the rows of ``points`` (N, d)."""
-    X = np.asarray(points, dtype=np.float64).reshape(-1, np.shape(points)[-1])
-    if X.shape[0] <= 1:
-        return 0
-    return _rank(X - X.mean(axis=0), rtol)
+    return _affine_rank(_points("points", points), rtol)
 
 
 def linear_rank(points: ArrayLike, rtol: float = RANK_RTOL) -> int:
     """Dimension of the linear span of the rows of ``points`` (N, d)."""
-    X = np.asarray(points, dtype=np.float64).reshape(-1, np.shape(points)[-1])
-    return _rank(X, rtol)
+    return _rank(_points("points", points), rtol)
+
+
+def _affine_rank(X: NDArray[np.float64], rtol: float = RANK_RTOL) -> int:
+    """:func:`affine_rank` of an (N, d) array already checked (the analysis' own calls)."""
+    if X.shape[0] <= 1:
+        return 0
+    return _rank(X - X.mean(axis=0), rtol)
 
 
 def force_closure_lp(wrenches: ArrayLike, tol: float = 1e-9) -> bool:
@@ -66,11 +85,9 @@ def force_closure_lp(wrenches: ArrayLike, tol: float = 1e-9) -> bool:
     reported False without calling qhull).  ``tol`` is the threshold on the
     LP optimum ``t*`` scaled by the number of wrenches (``t* <= 1/N``).
     """
-    W = np.asarray(wrenches, dtype=np.float64)
-    d = W.shape[-1]
-    W = W.reshape(-1, d)
-    n = W.shape[0]
-    if n <= d or affine_rank(W) < d:
+    W = _points("wrenches", wrenches)
+    n, d = W.shape
+    if n <= d or _affine_rank(W) < d:
         return False
     from scipy.optimize import linprog  # lazy: scipy import is slow
 

@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _hull
-from .closure import RANK_RTOL, affine_rank, linear_rank
+from .closure import RANK_RTOL, _affine_rank, _points, _rank
 from .wrenches import primitive_wrenches
 
 __all__ = [
@@ -112,7 +112,7 @@ def _space_rank(W: FloatArray, gws: str) -> int:
     flat = W.reshape(-1, W.shape[2])
     # L1: affine hull of the generators; Linf: the zero wrench is in every
     # summand, so the space spans the linear span of the generators.
-    return affine_rank(flat) if gws == "L1" else linear_rank(flat)
+    return _affine_rank(flat) if gws == "L1" else _rank(flat, RANK_RTOL)      # (W checked by the caller)
 
 
 def support_function(wrenches: ArrayLike, u: ArrayLike,
@@ -124,6 +124,8 @@ def support_function(wrenches: ArrayLike, u: ArrayLike,
     uu = np.ascontiguousarray(u, dtype=np.float64)
     if uu.shape != (W.shape[2],):
         raise ValueError(f"u must have shape ({W.shape[2]},), got {np.shape(u)}")
+    if not np.isfinite(uu).all():
+        raise ValueError(f"u must be finite, got {uu.tolist()}")
     h = _hull.support(G, inc, np.zeros(W.shape[2]), uu, out)
     return float(h), out
 
@@ -500,9 +502,9 @@ def qhull_quality(points: ArrayLike) -> tuple[bool, float, float]:
     points).  ``hull.equations`` rows are ``[n, c]`` with ``n.x + c <= 0``
     inside, so the facet distance from the origin is ``-c``.
     """
-    X = np.asarray(points, dtype=np.float64)
+    X = _points("points", points)
     d = X.shape[1]
-    if X.shape[0] <= d or affine_rank(X) < d:
+    if X.shape[0] <= d or _affine_rank(X) < d:
         return False, 0.0, 0.0
     from scipy.spatial import ConvexHull, QhullError  # lazy: ~0.8 s cold import
 
@@ -544,7 +546,7 @@ def minkowski_points(wrenches: ArrayLike, include_origin: bool = True,
                 f"Minkowski sum of {k} contacts needs more than {max_points} points; "
                 "use the support-function search (analyze_wrenches) instead")
         acc = (acc[:, None, :] + S[None, :, :]).reshape(-1, d)
-        if acc.shape[0] > 4 * d and affine_rank(acc) == d:
+        if acc.shape[0] > 4 * d and _affine_rank(acc) == d:
             from scipy.spatial import ConvexHull
 
             acc = acc[ConvexHull(acc).vertices]
