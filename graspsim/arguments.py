@@ -27,6 +27,20 @@ def whole(name: str, value, least: int) -> int:
     return int(value)
 
 
+_WORLD: list = []      # graspsim.world.World, imported at the first check (it imports this module's users)
+
+
+def world_arg(fn: str, world) -> None:
+    """ValueError naming ``fn`` unless ``world`` is a graspsim World (anything else met an
+    AttributeError deep inside: 'int' object has no attribute 'robots')."""
+    if not _WORLD:
+        from .world import World
+
+        _WORLD.append(World)
+    if not isinstance(world, _WORLD[0]):
+        raise ValueError(f"{fn} needs a graspsim World (graspsim.load_world), got {type(world).__name__}")
+
+
 def object_name(world, obj) -> None:
     """KeyError naming what the world has when ``obj`` (not None) is not one of its objects."""
     if obj is not None:

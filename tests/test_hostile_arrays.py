@@ -444,3 +444,41 @@ def test_pd_move_to_names_non_numeric_targets():
         ctl.move_to("barrett", {"f1": 0.5}, duration="x")
     tr = ctl.move_to("barrett", {"f1": 0.5}, duration=0.4)
     assert tr.q1[1] == 0.5 and tr(sim.time + 0.4)[0][1] == pytest.approx(0.5, abs=1e-12)
+
+
+def test_functions_of_a_world_or_robot_name_what_they_got():
+    """Every public function that takes a world, or a robot description, given something else (a
+    number, None, a string) raises a ValueError naming the function -- not an AttributeError from
+    inside ('int' object has no attribute 'robots').  A world's robot is taken for its description."""
+    from graspsim import kinematics as K
+    from graspsim.collision.distance import closest_points
+    from graspsim.control import dynamic_auto_grasp, static_auto_grasp
+    from graspsim.grasp.objects import evaluate_grasp, grasp_contacts, torque_scale
+    from graspsim.grasp.robust import robustness
+    from graspsim.planner import free_hand_world, plan_grasps, rank_robust
+
+    for call, fn in ((lambda: plan_grasps(5, "barrett", "mug", iterations=3), "plan_grasps"),
+                     (lambda: free_hand_world(None, "barrett"), "free_hand_world"),
+                     (lambda: rank_robust("w", "barrett", "mug", []), "rank_robust"),
+                     (lambda: static_auto_grasp(5, "barrett"), "static_auto_grasp"),
+                     (lambda: dynamic_auto_grasp(5, "barrett"), "dynamic_auto_grasp"),
+                     (lambda: evaluate_grasp(5, "barrett", "mug"), "evaluate_grasp"),
+                     (lambda: grasp_contacts(5, "barrett", "mug"), "grasp_contacts"),
+                     (lambda: torque_scale(5, "mug"), "torque_scale"),
+                     (lambda: robustness(5, "barrett", "mug", None), "robustness"),
+                     (lambda: closest_points(5, "a", "b"), "closest_points")):
+        with pytest.raises(ValueError, match=f"{fn} needs a graspsim World .* got "):
+            call()
+    puma = graspsim.load_robot(ROOT / "robots/puma560.yaml")
+    for call, fn in ((lambda: K.forward_kinematics(5, np.zeros(6)), "forward_kinematics"),
+                     (lambda: K.link_poses(None, np.zeros(6)), "link_poses"),
+                     (lambda: K.jacobian("puma", np.zeros(6), None, 3), "jacobian"),
+                     (lambda: K.inverse_kinematics([], np.eye(4)), "inverse_kinematics"),
+                     (lambda: K.joint_values(5, np.zeros(6)), "joint_values")):
+        with pytest.raises(ValueError, match=f"{fn} needs a robot description .* got "):
+            call()
+    with pytest.raises(ValueError, match="robot 'puma560': DOF 'j1' value must be finite, got nan"):
+        K.joint_values(puma, np.array([np.nan, 0, 0, 0, 0, 0]))
+    w = graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")
+    q = np.linspace(-0.3, 0.3, 6)
+    assert np.array_equal(K.forward_kinematics(w.robots["puma"], q), K.forward_kinematics(puma, q))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arguments import world_arg
+
 __all__ = ["closest_points"]
 
 
@@ -12,6 +14,7 @@ def closest_points(world, body_a: str, body_b: str, *, threshold: float | None =
     Points are in the world frame.  When the bodies interpenetrate the distance is minus a depth
     estimate (see :meth:`CollisionModel.distance`).
     """
+    world_arg("closest_points", world)
     from . import model_for
 
     t = world.table

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .. import kinematics
-from ..arguments import object_name, positive, whole
+from ..arguments import object_name, positive, whole, world_arg
 from .explain import Breakaway, DofStop
 
 __all__ = ["StaticGraspResult", "static_auto_grasp"]
@@ -86,6 +86,7 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
     if there is exactly one), the grasp's contacts with it are analysed (force closure, epsilon,
     volume).
     """
+    world_arg("static_auto_grasp", world)
     from ..collision import PairView, localize_impact, model_for
     from ..errors import CollisionError
 

@@ -18,7 +18,7 @@ import numpy as np
 import sys
 
 from .. import kinematics, spatial
-from ..arguments import object_name, positive
+from ..arguments import object_name, positive, world_arg
 from .explain import Breakaway, DofEnd
 from .pd import PDController
 from .trajectory import JointTrajectory, QuinticBaseMotion
@@ -198,6 +198,7 @@ def dynamic_auto_grasp(world, hand: str, *, obj: str | None = None, timeout: flo
     to the final pose and its drive targets to the closing command.  ``result.ends`` says how each
     DOF ended (pressing, at its target, still moving; whether its clutch broke away).
     """
+    world_arg("dynamic_auto_grasp", world)
     import time as _t
 
     from ..dynamics import Simulator

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arguments import world_arg
 from .quality import GraspQuality, analyze
 
 __all__ = ["GraspContacts", "grasp_contacts", "evaluate_grasp", "torque_scale", "contact_force_margin"]
@@ -18,6 +19,7 @@ __all__ = ["GraspContacts", "grasp_contacts", "evaluate_grasp", "torque_scale", 
 
 def torque_scale(world, obj: str) -> float:
     """1 / (largest distance from the object's centre of mass to its surface) (1/m)."""
+    world_arg("torque_scale", world)
     b = world.bodies[obj].instance.obj
     verts = b.shape.vertices @ b.shape.X_LS[:3, :3].T + b.shape.X_LS[:3, 3]
     com = b.inertial.com if b.inertial is not None else np.zeros(3)
@@ -42,6 +44,7 @@ class GraspContacts:
 def grasp_contacts(world, hand: str, obj: str, contacts=None) -> GraspContacts:
     """The contacts between ``hand``'s links and ``obj`` (from ``contacts``, a ContactSet of the
     world's body table, or found now with the world's threshold)."""
+    world_arg("grasp_contacts", world)
     from ..collision import model_for
 
     t = world.table
@@ -79,6 +82,7 @@ def evaluate_grasp(world, hand: str, obj: str, *, contacts=None, gws: str = "L1"
     computed now for the L1 space (``volume=None``) and lazily on first access for L-infinity,
     whose hull grows exponentially with the contact count.
     """
+    world_arg("evaluate_grasp", world)
     from .quality import _check_space
 
     gws = _check_space(gws)                  # (checked even when there is no contact to analyse)
@@ -97,6 +101,7 @@ def contact_force_margin(world, hand: str, obj: str, points: np.ndarray, forces:
                          quality: GraspQuality | None = None, gws: str = "L1"):
     """Where the wrench of measured contact forces (e.g. from a dynamic step; forces on the object,
     N, W) sits relative to the grasp wrench space: see :func:`graspsim.grasp.wrench_margin`."""
+    world_arg("contact_force_margin", world)
     from .quality import wrench_margin
     from .wrenches import resultant_wrench
 

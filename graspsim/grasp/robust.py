@@ -49,6 +49,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..arguments import world_arg
+
 __all__ = ["Grasp", "RobustQuality", "robustness", "FAILURE_KINDS"]
 
 #: failure kinds, in the order the counts are reported
@@ -195,6 +197,7 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
     scales the analysis only, not the simulation).  The world's state is restored on return.  Zero noise gives
     exactly the nominal verdict and epsilon.
     """
+    world_arg("robustness", world)
     from ..collision import model_for
     from ..control import dynamic_auto_grasp, static_auto_grasp
 

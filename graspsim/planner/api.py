@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..arguments import whole
+from ..arguments import whole, world_arg
 from .annealing import SearchLog, anneal
 from .energy import SurfaceSamples, contact_energy, surface_samples, virtual_contacts
 from .space import GraspSpace
@@ -114,6 +114,7 @@ def free_hand_world(world, hand: str):
     """``world`` itself for an unmounted hand; for a hand mounted on an arm, a new World with the
     hand alone, unmounted at its current base pose (same DOFs, objects and obstacles; the arm left
     out).  GraspIt's planner too searches the hand's pose; whether the arm reaches it is not checked."""
+    world_arg("free_hand_world", world)
     from ..world import World
 
     if hand not in world.robots:
@@ -365,6 +366,7 @@ def plan_grasps(world, hand: str, object: str, *, n: int = 10, seconds: float | 
     Raises ValueError for an unknown hand or object, a bad budget, or when every state tried
     collided (the hand cannot reach the object).
     """
+    world_arg("plan_grasps", world)
     _check_budget(seconds, iterations)
     if not (isinstance(n, int) and n > 0):
         raise ValueError(f"n must be a whole number > 0, got {n!r}")
@@ -436,6 +438,7 @@ def rank_robust(world, hand: str, obj: str, grasps: list[PlannedGrasp], *, sampl
     (:func:`graspsim.grasp.robustness` of :meth:`PlannedGrasp.pregrasp` in ``free_hand_world(world,
     hand)``, the same ``seed`` for every grasp: all see the same noise draws), those first, most
     robust first (:func:`robust_key`; ties keep the planner's order); the others after, in order."""
+    world_arg("rank_robust", world)
     from ..grasp.robust import robustness
 
     _check_robust_options(options)
