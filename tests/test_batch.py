@@ -628,6 +628,15 @@ def test_limit_evaluates_an_even_spread_and_resume_completes(reference, tmp_path
     with pytest.raises(BatchError, match="limit must be a whole number >= 1"):
         run_batch(SMALL, _db(tmp_path, "nolimit"), limit=0)
     assert not _db(tmp_path, "nolimit").exists()
+    # other arguments of the wrong kind: named, nothing created (a zero chunk size had been
+    # range()'s "arg 3 must not be zero", a number for the configuration os.fspath's TypeError)
+    for kw, msg in (({"chunk_size": 0}, "chunk_size must be None or a whole number >= 1, got 0"),
+                    ({"workers": "2"}, "workers must be a whole number >= 0, got '2'")):
+        with pytest.raises(BatchError, match=msg):
+            run_batch(SMALL, _db(tmp_path, "badarg"), limit=1, **kw)
+    with pytest.raises(BatchError, match="a batch configuration is a file path, a dict or a BatchConfig, got int"):
+        run_batch(5, _db(tmp_path, "badarg"))
+    assert not _db(tmp_path, "badarg").exists()
 
 
 def _holder(cfg_file, db, *, resume: bool, sleep_id: int):

@@ -22,6 +22,8 @@ Dask tasks receive, and :meth:`BatchConfig.config_hash` identifies the run for `
 """
 from __future__ import annotations
 
+import os
+
 import copy
 import hashlib
 import json
@@ -216,9 +218,11 @@ def load_config(source, *, overrides: dict | None = None, base_dir=None) -> Batc
         data, file, base = _ymap({}), CLI_FILE, Path(base_dir or ".").resolve()
     elif isinstance(source, dict) and not isinstance(source, YMap):
         data, file, base = _ymap(source), "<batch dict>", Path(base_dir or ".").resolve()
-    else:
+    elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
         data, file, base = load_yaml(path), str(path), path.resolve().parent
+    else:
+        raise BatchError(f"a batch configuration is a file path, a dict or a BatchConfig, got {type(source).__name__}")
     if overrides:
         if not isinstance(data, YMap):
             data = _ymap({})

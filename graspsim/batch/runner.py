@@ -14,6 +14,7 @@ kills its evaluator is found and, after ``max_attempts`` deaths, recorded as an 
 from __future__ import annotations
 
 import multiprocessing as mp
+import numbers
 import os
 import signal
 import sys
@@ -416,10 +417,13 @@ def run_batch(config, db=None, *, workers: int = 0, scheduler: str | None = None
             dynamic_api()
         except DynamicUnavailable as e:
             raise BatchError(str(e)) from None
-    if workers is None or workers < 0:
-        raise BatchError(f"workers must be >= 0, got {workers}")
+    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 0:
+        raise BatchError(f"workers must be a whole number >= 0, got {workers!r}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise BatchError(f"limit must be a whole number >= 1, got {limit!r}")
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral)
+                                   or chunk_size < 1):
+        raise BatchError(f"chunk_size must be None or a whole number >= 1, got {chunk_size!r}")
     if sum(x is not None for x in (scheduler, cluster, client)) > 1:
         raise BatchError("give at most one of scheduler, cluster and client")
     if cluster is not None and cluster != "local":
