@@ -446,6 +446,11 @@ def test_a_finished_database_is_one_file_and_reading_it_leaves_none_behind(refer
     assert side() == []
     res = run_batch(cfg, db, resume=True, progress="off")
     assert res.skipped == n and len(read_results(db)) == n and side() == []
+    # one column may be named by a string (it was read as its letters: "unknown result columns: s, t, a, ...")
+    assert read_results(db, columns="status") == [{"status": r["status"]} for r in read_results(db)]
+    for bad in (5, None):
+        with pytest.raises(ValueError, match="a results database is a file path, got "):
+            summarize(bad)
 
 
 # -- output --------------------------------------------------------------------------------------------

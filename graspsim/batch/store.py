@@ -113,7 +113,7 @@ class ResultStore:
     process that runs the batch (workers return rows; this process commits them)."""
 
     def __init__(self, path, *, create: bool = True):
-        self.path = Path(path)
+        self.path = _db_path(path)
         if not create and not self.path.is_file():
             raise FileNotFoundError(f"results database '{self.path}' not found")
         if create:
@@ -286,8 +286,15 @@ class ResultStore:
 
 # -- reading and export -------------------------------------------------------------------------------
 
+def _db_path(db) -> Path:
+    """``db`` as a Path; ValueError unless it is a file path (os.fspath's TypeError before)."""
+    if not isinstance(db, (str, os.PathLike)):
+        raise ValueError(f"a results database is a file path, got {type(db).__name__}")
+    return Path(db)
+
+
 def _open_ro(db) -> sqlite3.Connection:
-    p = Path(db)
+    p = _db_path(db)
     if not p.is_file():
         raise FileNotFoundError(f"results database '{p}' not found")
     con = sqlite3.connect(f"file:{p}?mode=ro", uri=True, timeout=60.0)
@@ -314,6 +321,8 @@ def read_config(db) -> dict:
 def read_results(db, *, columns=None, timings: bool = True, where: str | None = None, params=()) -> list[dict]:
     """Result rows as dicts, ordered by candidate id.  ``timings=False`` leaves out the timing
     columns (what must be identical between two runs of one configuration)."""
+    if isinstance(columns, str):
+        columns = [columns]                 # one column by name (not its letters)
     cols = list(columns) if columns is not None else (NAMES if timings else list(RESULT_COLUMNS))
     bad = [c for c in cols if c not in TYPES]
     if bad:
