@@ -53,8 +53,32 @@ class WorldState:
                           [None if t is None else t.copy() for t in self.drive_targets])
 
 
-class RobotHandle:
+class _Handle:
+    """A named part of a world whose settable attributes are its properties with setters: assigning
+    any other name (``robot.dofs = ...``, a typo of ``dof_values``) raises AttributeError naming what
+    can be set, instead of adding an attribute that changes nothing."""
+
+    _FIELDS: tuple = ()
+
+    def __setattr__(self, name: str, value) -> None:
+        prop = getattr(type(self), name, None)
+        if name in self._FIELDS or (isinstance(prop, property) and prop.fset is not None):
+            object.__setattr__(self, name, value)
+            return
+        settable = [n for n in dir(type(self)) if isinstance(getattr(type(self), n), property)
+                    and getattr(type(self), n).fset is not None]
+        what = "read-only" if isinstance(prop, property) else "not an attribute"
+        raise AttributeError(f"{type(self).__name__} '{self.name}': '{name}' is {what}; what can be set: "
+                             f"{', '.join(settable) or 'nothing'}{self._set_hint}")
+
+    _set_hint = ""
+
+
+class RobotHandle(_Handle):
     """A robot of a world: DOF names, limits and values, base pose and link poses."""
+
+    _FIELDS = ("_world", "index", "instance", "description")
+    _set_hint = " (or call set_dofs / set_joint_values)"
 
     def __init__(self, world: "World", index: int):
         self._world = world
@@ -175,8 +199,10 @@ class _ByName(dict):
         raise KeyError(f"{self._owner} has no {self._kind} {key!r}; {self._plural}: {', '.join(self) or 'none'}")
 
 
-class BodyHandle:
+class BodyHandle(_Handle):
     """An object or obstacle of a world: its description and pose."""
+
+    _FIELDS = ("_world", "index", "instance")
 
     def __init__(self, world: "World", index: int):
         self._world = world

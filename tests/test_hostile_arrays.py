@@ -482,3 +482,23 @@ def test_functions_of_a_world_or_robot_name_what_they_got():
     w = graspsim.load_world(ROOT / "worlds/puma_barrett_handset.yaml")
     q = np.linspace(-0.3, 0.3, 6)
     assert np.array_equal(K.forward_kinematics(w.robots["puma"], q), K.forward_kinematics(puma, q))
+
+
+def test_world_handles_refuse_attributes_that_set_nothing():
+    """``robot.dofs = [...]`` (for ``dof_values``) added an attribute and changed nothing, silently;
+    it is an AttributeError naming what can be set.  The setters still set, and a world still
+    pickles and copies with its handles."""
+    import copy
+    import pickle
+
+    w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+    h = w.robots["barrett"]
+    with pytest.raises(AttributeError, match=r"RobotHandle 'barrett': 'dofs' is not an attribute; what can be set: "
+                                             r"base_pose, dof_values \(or call set_dofs / set_joint_values\)"):
+        h.dofs = [0.0, 0.1, 0.1, 0.1]
+    with pytest.raises(AttributeError, match="BodyHandle 'mug': 'mass' is read-only; what can be set: pose"):
+        w.bodies["mug"].mass = 3.0
+    h.dof_values = [0.0, 0.1, 0.1, 0.1]
+    assert np.array_equal(h.dof_values, [0.0, 0.1, 0.1, 0.1])
+    for w2 in (pickle.loads(pickle.dumps(w)), copy.deepcopy(w)):
+        assert np.array_equal(w2.robots["barrett"].dof_values, [0.0, 0.1, 0.1, 0.1])
