@@ -359,6 +359,47 @@ def test_bad_simulator_parameters_are_named(descs, kw, msg):
         Simulator(w, **kw)
 
 
+@pytest.mark.parametrize("name, value, msg", [
+    ("gamma", 5.0, "gamma must be finite, >= 0 and <= 1, got 5.0"),
+    ("contact_compliance", np.nan, "contact_compliance must be finite, >= 0, got nan"),
+    ("gravity", [0.0, np.inf, 0.0], "gravity must be 3 finite numbers"),
+    ("u", 3, "friction_directions must be an even number in \\[2, 32\\]"),
+    ("threshold", 0.0, "threshold must be finite, > 0"),
+    ("static_speed", -1.0, "static_speed must be finite, >= 0"),
+    ("max_region_points", 2, "max_region_points must be 0 \\(no limit\\) or a whole number >= 3"),
+    ("warm_start_entries", 2.5, "warm_start_entries must be a whole number >= 0"),
+    ("sleep", "yes", "sleep must be True or False"),
+    ("sleep_speed", 1.0, "sleep_speed must be finite, > 0 and <= 0.1"),
+    ("compiled_loop", "x", "compiled_loop must be None, True or False"),
+])
+def test_parameters_set_between_steps_are_checked_as_at_construction(descs, name, value, msg):
+    """A parameter set after construction goes through the constructor's check (plain attributes
+    had taken gamma = 5, a NaN compliance or odd friction directions silently; a gravity list failed
+    inside a compiled kernel); the old value stays.  A good value is taken, e.g. the Moon's gravity:
+    a free box falls 1.62 m/s^2 x t^2 / 2 (to rounding) in 20 steps."""
+    sim = Simulator(world(descs, "box"))
+    before = getattr(sim, name)
+    with pytest.raises(ValueError, match=msg):
+        setattr(sim, name, value)
+    after = getattr(sim, name)
+    assert (np.array_equal(after, before) if isinstance(before, np.ndarray) else after == before)
+
+
+def test_gravity_set_between_steps_takes_effect(descs):
+    sim = Simulator(world(descs, "box"))
+    sim.gravity = [0.0, 0.0, -1.62]       # a list: converted and checked
+    assert isinstance(sim.gravity, np.ndarray) and sim.gravity.tolist() == [0.0, 0.0, -1.62]
+    slot = sim.bodies.slot[sim.table.index["box"]]
+    z0, v0 = sim.state.c[slot, 2], sim.state.v[slot, 2]
+    assert abs(v0) < 1e-12 and sim.contact_count == 0
+    for _ in range(20):
+        sim.step()
+    t = 20 * sim.dt
+    assert sim.contact_count == 0      # (still falling: the box starts well above the table)
+    assert abs(sim.state.v[slot, 2] + 1.62 * t) < 1e-12
+    assert abs(sim.state.c[slot, 2] - (z0 - 1.62 * t * t / 2)) < 1.62 * sim.dt * t    # semi-implicit Euler
+
+
 def test_world_setters_refuse_nonsense_and_keep_the_state(descs):
     w = world(descs, "mug")
     hand = w.robots["barrett"]

@@ -321,6 +321,59 @@ class _Assembly:
     command: np.ndarray | None = None   # the controller's command array (6, nd) (None: no controller)
 
 
+def _friction_directions(v) -> int:
+    try:
+        u = int(v)
+    except (TypeError, ValueError, OverflowError):
+        u = 0
+    # at most MAX_FRICTION_DIRECTIONS: 1000 directions made one step of a resting box run for minutes
+    if not 2 <= u <= MAX_FRICTION_DIRECTIONS or u % 2 or u != v:
+        raise ValueError(f"friction_directions must be an even number in [2, {MAX_FRICTION_DIRECTIONS}] (each "
+                         f"direction with its opposite), got {v!r}")
+    return u
+
+
+def _whole(name: str, v, hi: float) -> int:
+    x = number(name, v, 0.0, hi)
+    if x != int(x):
+        raise ValueError(f"{name} must be a whole number >= 0, got {v!r}")
+    return int(x)
+
+
+def _region_points(v) -> int:
+    x = _whole("max_region_points", v, 1e9)
+    if 0 < x < 3:
+        raise ValueError(f"max_region_points must be 0 (no limit) or a whole number >= 3, got {v!r}")
+    return x
+
+
+def _flag(name: str):
+    def check(v):
+        if not isinstance(v, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {v!r}")
+        return bool(v)
+    return check
+
+
+def _loop_flag(v):
+    if v is not None and not isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"compiled_loop must be None, True or False, got {v!r}")
+    return None if v is None else bool(v)
+
+
+def _param(name: str, check) -> property:
+    """A Simulator parameter, checked whenever it is set: at construction and between steps (as
+    plain attributes, ``sim.gamma = 5`` or ``sim.contact_compliance = nan`` were taken silently, and
+    ``sim.gravity = [0, 0, -1.62]`` failed inside a compiled kernel).  Read through a C getter
+    (``operator.attrgetter``): the step reads these ~15 times."""
+    key = "_p_" + name
+
+    def set_(obj, value):
+        obj.__dict__[key] = check(value)
+
+    return property(operator.attrgetter(key), set_, doc=f"the '{name}' parameter (checked when set)")
+
+
 class Simulator:
     """Time-stepping rigid-body simulation of a :class:`~graspsim.world.World`.
 
@@ -346,6 +399,24 @@ class Simulator:
     have a mass that is not finite and > 0 or an inertia that is not positive definite.
     """
 
+    u = _param("u", _friction_directions)
+    gamma = _param("gamma", lambda v: number("gamma", v, 0.0, 1.0))
+    threshold = _param("threshold", lambda v: number("threshold", v, 0.0, np.inf, open_low=True))
+    static_speed = _param("static_speed", lambda v: number("static_speed", v, 0.0, np.inf))
+    gravity = _param("gravity", lambda v: vector("gravity", v, 3))
+    contact_compliance = _param("contact_compliance", lambda v: number("contact_compliance", v, 0.0, np.inf))
+    max_region_points = _param("max_region_points", _region_points)
+    warm_start_entries = _param("warm_start_entries", lambda v: _whole("warm_start_entries", v, 1e12))
+    restitution = _param("restitution", bool)
+    restitution_speed = _param("restitution_speed", lambda v: number("restitution_speed", v, 0.0, np.inf))
+    sleep = _param("sleep", _flag("sleep"))
+    # at most 0.1 m/s: a body faster than that is not at rest (a falling one passes 0.1 m/s in 4 steps)
+    sleep_speed = _param("sleep_speed", lambda v: number("sleep_speed", v, 0.0, MAX_SLEEP_SPEED, open_low=True))
+    sleep_after = _param("sleep_after", lambda v: number("sleep_after", v, 0.0, np.inf))
+    #: rollout's compiled loop: True on, False off (every step of a rollout through step(): the
+    #: reference), None once compiled (see graspsim.dynamics.rollout.LOOP_AFTER)
+    compiled_loop = _param("compiled_loop", _loop_flag)
+
     def __init__(self, world: World, dt: float | None = None, *, friction_directions: int = 8, gamma: float = 0.2,
                  threshold: float | None = None, static_speed: float = 1e-3, gravity=None,
                  collisions: bool = True, lemke: Callable | None = None, profile: bool = False,
@@ -361,24 +432,16 @@ class Simulator:
             self.dt = desc.dt if dt is None else dt
         except ValueError as e:
             raise ValueError(f"{e} (the world's dt; pass dt= to override it)" if dt is None else str(e)) from None
-        try:
-            self.u = int(friction_directions)
-        except (TypeError, ValueError, OverflowError):
-            self.u = 0
-        # at most MAX_FRICTION_DIRECTIONS: 1000 directions made one step of a resting box run for minutes
-        if not 2 <= self.u <= MAX_FRICTION_DIRECTIONS or self.u % 2 or self.u != friction_directions:
-            raise ValueError(f"friction_directions must be an even number in [2, {MAX_FRICTION_DIRECTIONS}] (each "
-                             f"direction with its opposite), got {friction_directions!r}")
-        self.gamma = number("gamma", gamma, 0.0, 1.0)
+        self.u = friction_directions
+        self.gamma = gamma
         # error correction removes gamma of a position error per step of at least this length (the
         # step at construction, and H_CORRECTION_MIN): a caller's tiny step (a few ns to reach a time
         # grid) would otherwise ask for gamma * error / h, e.g. 0.2 * 50 um / 1 ps = 1e7 m/s, and
         # keep that velocity
         self._h_correction = max(self.dt, H_CORRECTION_MIN)
-        self.threshold = number("threshold", desc.contact_threshold if threshold is None else threshold, 0.0,
-                                 np.inf, open_low=True)
-        self.static_speed = number("static_speed", static_speed, 0.0, np.inf)
-        self.gravity = vector("gravity", desc.gravity if gravity is None else gravity, 3)
+        self.threshold = desc.contact_threshold if threshold is None else threshold
+        self.static_speed = static_speed
+        self.gravity = desc.gravity if gravity is None else gravity
         if lemke is not None and not callable(lemke):
             raise ValueError(f"lemke must be None or an LCP solver function, got {type(lemke).__name__}")
         world.check_state()
@@ -387,29 +450,15 @@ class Simulator:
         self.js, self.ds = build_joint_sets(desc, self.table)
         self.profile = profile
         self.project_joints = project_joints
-        self.contact_compliance = number("contact_compliance", contact_compliance, 0.0, np.inf)
-        mrp = number("max_region_points", max_region_points, 0.0, 1e9)
-        if mrp != int(mrp) or 0 < mrp < 3:
-            raise ValueError(f"max_region_points must be 0 (no limit) or a whole number >= 3, "
-                             f"got {max_region_points!r}")
-        self.max_region_points = int(mrp)
-        wse = number("warm_start_entries", warm_start_entries, 0.0, 1e12)
-        if wse != int(wse):
-            raise ValueError(f"warm_start_entries must be a whole number >= 0, got {warm_start_entries!r}")
-        self.warm_start_entries = int(wse)
-        self.restitution = bool(restitution)
-        self.restitution_speed = number("restitution_speed", restitution_speed, 0.0, np.inf)
-        if not isinstance(sleep, (bool, np.bool_)):
-            raise ValueError(f"sleep must be True or False, got {sleep!r}")
-        self.sleep = bool(sleep)
-        # at most 0.1 m/s: a body faster than that is not at rest (a falling one passes 0.1 m/s in 4 steps)
-        self.sleep_speed = number("sleep_speed", sleep_speed, 0.0, MAX_SLEEP_SPEED, open_low=True)
-        self.sleep_after = number("sleep_after", sleep_after, 0.0, np.inf)
-        if compiled_loop is not None and not isinstance(compiled_loop, (bool, np.bool_)):
-            raise ValueError(f"compiled_loop must be None, True or False, got {compiled_loop!r}")
-        #: rollout's compiled loop: True on, False off (every step of a rollout through step(): the
-        #: reference), None once compiled (see graspsim.dynamics.rollout.LOOP_AFTER)
-        self.compiled_loop = None if compiled_loop is None else bool(compiled_loop)
+        self.contact_compliance = contact_compliance
+        self.max_region_points = max_region_points
+        self.warm_start_entries = warm_start_entries
+        self.restitution = restitution
+        self.restitution_speed = restitution_speed
+        self.sleep = sleep
+        self.sleep_speed = sleep_speed
+        self.sleep_after = sleep_after
+        self.compiled_loop = compiled_loop
         self._joint_offsets = np.where(self.js.dof >= 0, self.js.offset, 0.0)
         self._viscous_idx = np.flatnonzero(self.js.viscous > 0)
         # per DOF: proximal and distal joint, distal/proximal ratio, their offsets (the clutch test)
