@@ -394,7 +394,8 @@ class Simulator:
     ``lemke``: None (default) solves each island with the compiled
     solver and the project's Lemke; an LCP solver ``lemke(M, q, warm_start=None) -> LCPResult`` runs
     the reference implementation of :mod:`graspsim.dynamics.island` with it instead (slower; for
-    experiments with other solvers).  Bad values raise ValueError naming the parameter; so does a
+    experiments with other solvers).  Bad values raise ValueError naming the parameter, at
+    construction and when a parameter is set between steps (``sim.gamma = 0.1``); so does a
     world whose state is not valid (:meth:`graspsim.world.World.check_state`) or whose dynamic bodies
     have a mass that is not finite and > 0 or an inertia that is not positive definite.
     """
