@@ -502,3 +502,26 @@ def test_world_handles_refuse_attributes_that_set_nothing():
     assert np.array_equal(h.dof_values, [0.0, 0.1, 0.1, 0.1])
     for w2 in (pickle.loads(pickle.dumps(w)), copy.deepcopy(w)):
         assert np.array_equal(w2.robots["barrett"].dof_values, [0.0, 0.1, 0.1, 0.1])
+
+
+def test_joint_trajectory_names_bad_arguments():
+    """joint_trajectory took NaN targets (a NaN duration), NaN limits and speeds, a negative duration
+    and a NaN start time silently, and mismatched lengths met numpy's broadcast error; each is named.
+    A good move keeps its quintic timing: T = 1.875 max |dq| / speed, the middle reached at T / 2."""
+    from graspsim.control import cartesian_line, joint_trajectory
+
+    lim = np.array([[-1.0, 1.0]] * 3)
+    ok = dict(q0=np.zeros(3), q1=np.full(3, 0.5), limits=lim, speeds=np.ones(3))
+    for change, msg in (({"q1": np.array([np.nan, 0.0, 0.0])}, "q1 of DOF 0 must be finite, got nan"),
+                        ({"q1": np.ones(2)}, r"q1 must have shape \(3,\), got \(2,\)"),
+                        ({"limits": np.full((3, 2), np.nan)}, r"limits of DOF 0 must be a number \(inf: none\)"),
+                        ({"speeds": np.array([1.0, np.nan, 1.0])}, "speeds of DOF 1 must be a number"),
+                        ({"duration": -1.0}, "duration must be None or a finite time >= 0"),
+                        ({"t0": np.nan}, "t0 must be a finite time")):
+        with pytest.raises(ValueError, match=f"joint_trajectory: {msg}"):
+            joint_trajectory(**{**ok, **change})
+    tr = joint_trajectory(**ok, t0=1.0)
+    assert abs(tr.duration - 1.875 * 0.5) < 1e-15
+    assert np.allclose(tr(1.0 + tr.duration / 2)[0], 0.25, atol=1e-15)
+    with pytest.raises(ValueError, match="cartesian_line needs a robot description"):
+        cartesian_line(5, np.zeros(6), np.eye(4), duration=1.0)

@@ -127,6 +127,32 @@ class JointTrajectory:
         return self.q0 + s * dq, ds / self.duration * dq, dds / self.duration ** 2 * dq
 
 
+def _move_arguments(q0, q1, limits, speeds, names) -> tuple:
+    """``joint_trajectory``'s arrays, checked: q0, q1 (n,) finite; limits (n, 2), no NaN (inf: no
+    limit); speeds a number or (n,), no NaN.  ValueError naming the argument and DOF (they went
+    through as NaN references, a negative duration or numpy's broadcast error)."""
+    nm = (lambda i: f"DOF '{names[i]}'") if names is not None else (lambda i: f"DOF {i}")
+    out = []
+    for what, a, shape in (("q0", q0, None), ("q1", q1, 1), ("limits", limits, 2), ("speeds", speeds, 3)):
+        try:
+            x = np.asarray(a, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"joint_trajectory: {what} must be numbers, got {a!r}") from None
+        n = out[0].shape[0] if out else None
+        if what == "speeds" and x.ndim == 0:
+            x = np.full(n, float(x))
+        want = (n, 2) if what == "limits" else ((n,) if n is not None else None)
+        if (want is None and x.ndim != 1) or (want is not None and x.shape != want):
+            raise ValueError(f"joint_trajectory: {what} must have shape {want or '(n,)'}, got {x.shape}")
+        bad = np.isnan(x) if what in ("limits", "speeds") else ~np.isfinite(x)
+        if bad.any():
+            i = int(np.argwhere(bad)[0][0])
+            need = "finite" if what in ("q0", "q1") else "a number (inf: none)"
+            raise ValueError(f"joint_trajectory: {what} of {nm(i)} must be {need}, got {x[i].tolist()}")
+        out.append(x)
+    return tuple(out)
+
+
 def joint_trajectory(q0, q1, limits: np.ndarray, speeds, *, t0: float = 0.0, duration: float | None = None,
                      names=None) -> JointTrajectory:
     """A quintic move from ``q0`` to ``q1`` whose duration follows the DOF speeds.
@@ -134,7 +160,12 @@ def joint_trajectory(q0, q1, limits: np.ndarray, speeds, *, t0: float = 0.0, dur
     The quintic's peak velocity is 1.875 |dq| / T, so T = 1.875 max(|dq_i| / speed_i) keeps every
     DOF at or below its speed.  Targets outside ``limits`` (ndof, 2) raise :class:`TrajectoryError`.
     """
-    q0, q1 = np.asarray(q0, float), np.asarray(q1, float)
+    q0, q1, limits, speeds = _move_arguments(q0, q1, limits, speeds, names)
+    if not (isinstance(t0, numbers.Real) and math.isfinite(t0)):
+        raise ValueError(f"joint_trajectory: t0 must be a finite time (s), got {t0!r}")
+    if duration is not None and not (isinstance(duration, numbers.Real) and math.isfinite(duration)
+                                     and duration >= 0.0):
+        raise ValueError(f"joint_trajectory: duration must be None or a finite time >= 0 (s), got {duration!r}")
     lo, hi = limits[:, 0], limits[:, 1]
     bad = np.flatnonzero((q1 < lo - 1e-9) | (q1 > hi + 1e-9))
     if len(bad):
@@ -155,6 +186,7 @@ def cartesian_line(robot: Robot, dofs0: np.ndarray, X_target: np.ndarray, *, dur
     from its current pose to ``X_target``, sampled every ``dt`` s and turned into DOF set points by
     IK (each sample seeded with the previous one).  Raises :class:`TrajectoryError` if a sample is
     unreachable within the joint limits."""
+    robot = kinematics._robot(robot, "cartesian_line")
     what = f"Cartesian line of robot '{robot.name}'"
     if link is None:
         link = robot.joints[-1].child
