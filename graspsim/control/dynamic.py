@@ -311,6 +311,8 @@ def lift_test(result: DynamicGraspResult, height: float = 0.1, duration: float =
     """
     import time as _t
 
+    if not isinstance(result, DynamicGraspResult):
+        raise ValueError(f"lift_test needs the result of dynamic_auto_grasp, got {type(result).__name__}")
     sim, ctl, hand, obj = result.sim, result.controller, result.hand, result.obj
     height = positive("height", height)
     duration = positive("duration", duration)

@@ -17,6 +17,24 @@ from ..dynamics.drives import DriveCommand
 from .trajectory import JointTrajectory, cartesian_line, joint_trajectory
 
 
+def _gains(name: str, v, ds) -> np.ndarray:
+    """PDController's ``kp``, ``kd`` or ``effort``: a number or one per DOF, >= 0 (effort > 0, inf:
+    no limit; the gains finite); ValueError naming the DOF (the next step's command check would
+    name it too, but not the call that set it)."""
+    nd = len(ds.names)
+    try:
+        a = np.broadcast_to(np.asarray(v, float), (nd,)).copy()
+    except (TypeError, ValueError):
+        raise ValueError(f"PDController: {name} must be a number or {nd} numbers (the DOFs {list(ds.names)}), "
+                         f"got {v!r}") from None
+    ok = (a > 0) if name == "effort" else (np.isfinite(a) & (a >= 0))
+    if not ok.all():
+        k = int(np.flatnonzero(~ok)[0])
+        need = "> 0 (inf: no limit)" if name == "effort" else "finite and >= 0"
+        raise ValueError(f"PDController: {name} of DOF '{ds.names[k]}' must be {need}, got {a[k]}")
+    return a
+
+
 class PDController:
     """Tracks per-robot DOF trajectories with effort-limited PD drives.
 
@@ -27,11 +45,15 @@ class PDController:
     """
 
     def __init__(self, sim, *, kp=None, kd=None, effort=None, feedforward: Callable | None = None):
+        from ..dynamics.simulator import Simulator
+
+        if not isinstance(sim, Simulator):
+            raise ValueError(f"PDController needs a graspsim Simulator, got {type(sim).__name__}")
         self.sim = sim
         ds = sim.ds
-        self.kp = ds.kp.copy() if kp is None else np.broadcast_to(np.asarray(kp, float), ds.kp.shape).copy()
-        self.kd = ds.kd.copy() if kd is None else np.broadcast_to(np.asarray(kd, float), ds.kd.shape).copy()
-        self.effort = ds.effort.copy() if effort is None else np.broadcast_to(np.asarray(effort, float), ds.effort.shape).copy()
+        self.kp = ds.kp.copy() if kp is None else _gains("kp", kp, ds)
+        self.kd = ds.kd.copy() if kd is None else _gains("kd", kd, ds)
+        self.effort = ds.effort.copy() if effort is None else _gains("effort", effort, ds)
         self.feedforward = feedforward
         q = sim.dof_values()
         targets = sim.world.state.drive_targets
