@@ -126,7 +126,8 @@ def _pre_grasp_state(world, hand: str, grasp: Any):
 
     for attr in ("palm_pose", "dofs"):
         if not hasattr(grasp, attr):
-            raise ValueError(f"grasp must have 'palm_pose' and 'dofs' (e.g. graspsim.grasp.Grasp); "
+            raise ValueError(f"grasp must have 'palm_pose' and 'dofs' (e.g. graspsim.grasp.Grasp: "
+                             f"Grasp.from_world(world, hand) of the open hand, before it closes); "
                              f"{type(grasp).__name__} has no '{attr}'")
     h = _robot(world, hand)
     X = np.asarray(grasp.palm_pose, dtype=float)
