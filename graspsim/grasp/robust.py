@@ -208,6 +208,8 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
         raise ValueError(f"world '{world.name}' has no object '{object}'; bodies: {', '.join(world.bodies)}")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
         raise ValueError(f"samples must be an integer >= 1, got {samples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a whole number >= 0, got {seed!r}")     # (numpy's message names neither)
     sp, sr = check_options(sigma_position=sigma_position, sigma_rotation=sigma_rotation, friction=friction,
                            obstacles=obstacles, closing=closing, timeout=timeout, gws=gws)
 
