@@ -176,6 +176,9 @@ def test_deterministic_for_a_seed_and_the_world_state_is_restored():
     (dict(grasp=object()), "palm_pose"),
     (dict(grasp=Grasp(np.eye(4), {"thumb": 0.0})), "no DOF 'thumb'"),
     (dict(friction=float("nan")), "friction"),
+    (dict(seed=-1), "seed must be a whole number >= 0, got -1"),
+    (dict(seed=1.5), "seed must be a whole number >= 0, got 1.5"),
+    (dict(world=5), "robustness needs a graspsim World"),
 ])
 def test_bad_input_is_one_clear_value_error(kwargs, words):
     w = _box_world()
