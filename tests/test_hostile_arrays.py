@@ -527,7 +527,7 @@ def test_joint_trajectory_names_bad_arguments():
         cartesian_line(5, np.zeros(6), np.eye(4), duration=1.0)
 
 
-def test_pd_controller_and_lift_test_name_what_they_got(world):
+def test_pd_controller_and_lift_test_name_what_they_got():
     """PDController(5) and lift_test(5) met AttributeErrors inside; gains given to the constructor
     of the wrong length met numpy's broadcast error, negative ones passed until the next step.  A
     good controller holds the open hand: its command's references are the DOFs' values."""
@@ -538,7 +538,7 @@ def test_pd_controller_and_lift_test_name_what_they_got(world):
         PDController(5)
     with pytest.raises(ValueError, match="lift_test needs the result of dynamic_auto_grasp, got int"):
         lift_test(5)
-    sim = Simulator(world)
+    sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"))    # (a fresh one: no drive targets)
     for kw, msg in (({"kp": -1.0}, "kp of DOF 'barrett/spread' must be finite and >= 0, got -1.0"),
                     ({"kd": [1.0, 2.0]}, r"kd must be a number or 4 numbers"),
                     ({"effort": [1.0, 0.0, 1.0, 1.0]}, r"effort of DOF 'barrett/f1' must be > 0 \(inf: no limit\)")):
