@@ -20,7 +20,7 @@ __all__ = ["joint_values", "dof_values_from_joints", "joint_motion", "forward_ki
            "joint_frames", "jacobian", "inverse_kinematics", "IKResult", "pose_error"]
 
 
-def _robot(robot, fn: str) -> Robot:
+def as_robot(robot, fn: str) -> Robot:
     """``robot`` as a robot description (a world's robot, ``world.robots[name]``, gives its own);
     ValueError naming ``fn`` for anything else (an AttributeError from inside before)."""
     if type(robot) is Robot:
@@ -35,7 +35,7 @@ def _robot(robot, fn: str) -> Robot:
 
 def joint_values(robot: Robot, dofs: np.ndarray) -> np.ndarray:
     """Joint values (nj,) from DOF values (ndof,): ``joint = ratio * dof + offset`` (fixed/passive: 0)."""
-    robot = _robot(robot, "joint_values")
+    robot = as_robot(robot, "joint_values")
     try:
         dofs = np.asarray(dofs, dtype=float)
     except (TypeError, ValueError):
@@ -54,7 +54,7 @@ def joint_values(robot: Robot, dofs: np.ndarray) -> np.ndarray:
 
 def dof_values_from_joints(robot: Robot, q: np.ndarray) -> np.ndarray:
     """DOF values read from the first joint each DOF drives (the inverse of :func:`joint_values`)."""
-    robot = _robot(robot, "dof_values_from_joints")
+    robot = as_robot(robot, "dof_values_from_joints")
     q, _ = _fk_inputs(robot, q, None)
     out = np.zeros(len(robot.dofs))
     for d, dof in enumerate(robot.dofs):
@@ -75,7 +75,7 @@ def joint_motion(kind: str, axis: np.ndarray, q: float) -> np.ndarray:
 def forward_kinematics(robot: Robot, q: np.ndarray, X_WB: np.ndarray | None = None) -> np.ndarray:
     """World poses (nl, 4, 4) of every link frame for joint values ``q`` (nj,) and base pose ``X_WB``
     (numpy, joint by joint; :func:`link_poses` is the compiled one for hot loops)."""
-    robot = _robot(robot, "forward_kinematics")
+    robot = as_robot(robot, "forward_kinematics")
     q, X_WB = _fk_inputs(robot, q, X_WB)
     if not (math.isfinite(q.sum()) and math.isfinite(X_WB.sum())):
         _not_finite(robot, q, X_WB)
@@ -90,7 +90,7 @@ def link_poses(robot: Robot, q: np.ndarray, X_WB: np.ndarray | None = None) -> n
     """:func:`forward_kinematics` compiled (:func:`graspsim._kinematics_kernel.link_poses`; equal to
     rounding, ~1e-16): ~4 us instead of ~110 us for a Barrett hand, for loops that pose a hand
     thousands of times (the static auto-grasp).  Imports numba on first use."""
-    robot = _robot(robot, "link_poses")
+    robot = as_robot(robot, "link_poses")
     arrays = _FK.get(robot)
     if arrays is None:
         arrays = _FK[robot] = _fk_arrays(robot)
@@ -162,7 +162,7 @@ def _fk_arrays(robot: Robot) -> tuple:
 
 def joint_frames(robot: Robot, X_links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """World position (nj, 3) of each joint frame origin and its world axis (nj, 3)."""
-    robot = _robot(robot, "joint_frames")
+    robot = as_robot(robot, "joint_frames")
     nj = len(robot.joints)
     origins, axes = np.zeros((nj, 3)), np.zeros((nj, 3))
     for n, j in enumerate(robot.joints):
@@ -189,7 +189,7 @@ def jacobian(robot: Robot, q: np.ndarray, X_WB: np.ndarray | None, link: int, po
     ``wrt="joints"`` gives one column per joint, ``wrt="dofs"`` one per DOF (columns of coupled
     joints summed with their ratios).  Rows: linear velocity (m/s) then angular velocity (rad/s), W.
     """
-    robot = _robot(robot, "jacobian")
+    robot = as_robot(robot, "jacobian")
     link = _link_index(robot, link, "link")
     if X_links is None:
         X_links = forward_kinematics(robot, q, X_WB)
@@ -248,7 +248,7 @@ def inverse_kinematics(robot: Robot, X_target: np.ndarray, *, link: int | None =
     update to the DOF limits; if the solve from ``dofs0`` stalls, it restarts from deterministic
     random configurations (``restarts``, ``seed``).  Returns the best :class:`IKResult` found.
     """
-    robot = _robot(robot, "inverse_kinematics")
+    robot = as_robot(robot, "inverse_kinematics")
     if link is None:
         link = robot.joints[-1].child if robot.joints else robot.base_link
     link = _link_index(robot, link, "link")

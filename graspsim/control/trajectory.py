@@ -186,7 +186,7 @@ def cartesian_line(robot: Robot, dofs0: np.ndarray, X_target: np.ndarray, *, dur
     from its current pose to ``X_target``, sampled every ``dt`` s and turned into DOF set points by
     IK (each sample seeded with the previous one).  Raises :class:`TrajectoryError` if a sample is
     unreachable within the joint limits."""
-    robot = kinematics._robot(robot, "cartesian_line")
+    robot = kinematics.as_robot(robot, "cartesian_line")
     what = f"Cartesian line of robot '{robot.name}'"
     if link is None:
         link = robot.joints[-1].child

@@ -58,11 +58,11 @@ vector = spatial.finite_vector      # (name, value, n): a new float (n,) array o
 CMD_FIELDS = ("q_ref", "qd_ref", "tau_ff", "kp", "kd", "effort")
 
 
-def controller(ctl, what: str = "controller") -> None:
+def controller(ctl) -> None:
     """ValueError unless ``ctl`` is None or has a ``command(sim)`` method (checked before a step
     calls it: a controller of the wrong kind is named, not met as an AttributeError mid-run)."""
     if ctl is not None and not callable(getattr(ctl, "command", None)):
-        raise ValueError(f"{what} must be None or an object with a command(sim) method returning a "
+        raise ValueError("controller must be None or an object with a command(sim) method returning a "
                          f"DriveCommand (a PDController, for one), got {type(ctl).__name__}")
 
 

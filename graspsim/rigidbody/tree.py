@@ -199,11 +199,9 @@ def from_robot(robot: Robot, floating_base: bool = False, X_WB: np.ndarray | Non
     projected inertias have exactly zero rows and columns (see ``docs/reduced_coordinates.md``).
     Link frames, poses and all results are unaffected; only the internal body frames differ.
     """
-    if isinstance(getattr(robot, "description", None), Robot):
-        robot = robot.description           # a world's robot (world.robots[name]): its description
-    if not isinstance(robot, Robot):
-        raise ValueError(f"from_robot needs a robot description (graspsim.load_robot, or a world's robot "
-                         f"world.robots[name]), got {type(robot).__name__}")
+    from ..kinematics import as_robot
+
+    robot = as_robot(robot, "from_robot")       # (a world's robot: its description)
     joints = robot.joints
     nj = len(joints)
     off = 1 if floating_base else 0
