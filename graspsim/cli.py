@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 
-from .errors import ModelError, caused_by_interrupt, escape
+from .errors import CollisionError, ModelError, SimulationError, caused_by_interrupt, escape
 
 #: sub-commands registered by other parts of the package: name -> module with ``register(subparsers)``
 EXTERNAL_COMMANDS = {
@@ -149,9 +149,13 @@ def main(argv: list[str] | None = None) -> int:
         for err in getattr(e, "errors", [e]):
             print(f"error: {err}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, ValueError, KeyError) as e:
+    except (FileNotFoundError, ValueError, KeyError, CollisionError) as e:
+        # (CollisionError: a world or hand that starts with bodies inside each other, input to fix)
         print(f"error: {escape(str(e), 1000)}", file=sys.stderr)
         return 2
+    except SimulationError as e:        # the dynamics could not go on (its message says where)
+        print(f"error: {escape(str(e), 1000)}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # e.g. piped into `head`
         return 0
     except KeyboardInterrupt:

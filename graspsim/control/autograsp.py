@@ -102,6 +102,18 @@ def static_auto_grasp(world, hand: str, *, obj: str | None = None, max_step: flo
     hand_bodies = set(int(i) for i in t.robot_links[ri])
     pairs = model.pairs[np.isin(model.pairs[:, 0], list(hand_bodies)) | np.isin(model.pairs[:, 1], list(hand_bodies))]
     link_of_body = {int(b): li for li, b in enumerate(t.robot_links[ri])}
+    # A hand that starts inside another body cannot close: every step would be cut at its start and
+    # no DOF would move (400 iterations, then "still closing").  The dynamics refuses such a world
+    # too.  (Links of the hand overlapping each other are left as they were: a planner's preshape
+    # may cross the fingers, and the closing stops the links that touch.)
+    P_start = world.body_poses(compiled=True)
+    other = np.isin(pairs[:, 0], list(hand_bodies)) != np.isin(pairs[:, 1], list(hand_bodies))
+    inside = model.penetrating(P_start, pairs=np.ascontiguousarray(pairs[other]))
+    if inside:
+        desc = "; ".join(f"'{t.names[i]}' and '{t.names[j]}' by {model.penetration_depth(i, j, P_start) * 1e3:.3g} mm"
+                         for i, j in inside)
+        raise CollisionError(f"static auto-grasp of '{hand}' in world '{world.name}': the hand starts inside "
+                             f"another body ({desc}); move the hand or open it first")
 
     nd = len(robot.dofs)
     lim = robot.dof_limits

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import CollisionError
 from . import actions
 from .actions import ContactView
 
@@ -500,7 +501,11 @@ class Session:
         hand = self._hand()
         if hand is None or not self._may_edit():
             return False
-        actions.auto_grasp(self.world, hand)
+        try:
+            actions.auto_grasp(self.world, hand)
+        except CollisionError as e:        # the hand starts inside a body: say so, keep the window
+            self.say(str(e))
+            return False
         self._changed()
         self.say(f"auto-grasp of '{hand}' done")
         return True
@@ -677,7 +682,11 @@ class Session:
     def _ensure_sim(self) -> bool:
         if self.sim is not None:
             return True
-        self.sim = actions.make_simulator(self.world)
+        try:
+            self.sim = actions.make_simulator(self.world)
+        except CollisionError as e:        # bodies inside each other: no dynamics until moved apart
+            self.say(f"cannot simulate: {e}")
+            return False
         self.controller = actions.drive_controller(self.sim)   # the drives hold their command
         return True
 

@@ -25,6 +25,7 @@ from .materials import MaterialTable
 from .readonly import ReadOnlyDict
 from .urdf_side import is_urdf, load_side_file, load_urdf_robot
 from .mesh_object import is_object_file, load_object_file
+from .package_path import has_scheme, resolve_model_file
 from .yamlio import YList, YMap, load_yaml
 
 DEFAULT_COLOR = (0.7, 0.7, 0.72)
@@ -54,6 +55,30 @@ def _one_load(fn):
     return wrapper
 
 
+def _given(path) -> Path:
+    """The file a loader is given: a path, or a name ``NAME://REST`` of a file inside an installed
+    Python data package (``pybullet_data://duck_vhacd.urdf``), as in model files; a missing one is
+    a ModelError saying where it was looked for."""
+    if has_scheme(path):
+        p, problem = resolve_model_file(path, Path.cwd() / "-")
+        if p is None:
+            raise ModelError(problem)
+        return p
+    return Path(path)
+
+
+def _named_file(r: Reader, name: str, base: Path, line, field: str) -> Path | None:
+    """A file named in a model file (a ``file:`` entry, a shape's ``mesh:``): relative to ``base``
+    (the naming file's folder), or ``NAME://REST`` in an installed data package; None (the problem
+    reported at ``field``) when such a package or file is missing."""
+    if not has_scheme(name):
+        return base / name
+    p, problem = resolve_model_file(name, Path(r.file))
+    if p is None:
+        r.error(line, field, problem)
+    return p
+
+
 def _kind_of(path: Path, data) -> str:
     if isinstance(data, YMap):
         for k in ("robot", "object", "world"):
@@ -80,7 +105,7 @@ def _urdf_has_joints(path: Path) -> bool:
 @_one_load
 def load_any(path: str | Path):
     """Load a robot, object or world file, whichever it is (by its top-level key)."""
-    path = Path(path)
+    path = _given(path)
     if is_object_file(path) and not (is_urdf(path) and _urdf_has_joints(path)):
         return load_object_file(path)    # a mesh or a one-link URDF (graspsim/model/mesh_object.py)
     if is_urdf(path):
@@ -199,7 +224,9 @@ def _shape_value(r: Reader, v, f: str, line, base: Path, keys: list) -> Shape | 
         name = r.string(s, "mesh", f, max_len=B.MAX_PATH)
         if name is None:
             return None
-        p = (base / name)
+        p = _named_file(r, name, base, line, f"{f}.mesh")
+        if p is None:
+            return None
         budget = _MESHES.get() or {"seen": set(), "triangles": 0}
         if budget["triangles"] > B.MAX_MODEL_TRIANGLES:
             r.error(line, f"{f}.mesh", f"not read: the meshes of this model already hold more than "
@@ -383,7 +410,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
     A robot YAML file, a ``.urdf`` file, or a YAML side file naming a URDF (``urdf:`` key;
     :mod:`graspsim.model.urdf_side`).
     """
-    path = Path(path)
+    path = _given(path)
     if is_urdf(path):
         return load_urdf_robot(path)
     data = load_yaml(path) if _data is None else _data
@@ -746,7 +773,7 @@ def _mass_shape(shapes: tuple, ok: bool):
 @_one_load
 def load_object(path: str | Path, *, _data=None, need_mass: bool = True) -> Object:
     """Load and validate an object YAML file (a shape with mass and material), a mesh or a one-link URDF."""
-    path = Path(path)
+    path = _given(path)
     if _data is None and is_object_file(path):
         return load_object_file(path, need_mass=need_mass)
     data = load_yaml(path) if _data is None else _data
@@ -785,7 +812,7 @@ def _model_file(r: Reader, m: YMap, f: str, base: Path, what: str) -> Path | Non
     if Path(fname).suffix.lower() not in ok:
         r.error(m.line_of("file"), f"{f}.file", f"{what} files must end in {', '.join(ok)}")
         return None
-    return base / fname
+    return _named_file(r, fname, base, m.line_of("file"), f"{f}.file")
 
 
 def _load_cached(cache: dict, loader, p: Path, **kw):
@@ -809,7 +836,7 @@ def _load_cached(cache: dict, loader, p: Path, **kw):
 @_one_load
 def load_world(path: str | Path, *, _data=None) -> World:
     """Load and validate a world YAML file with the robots and objects it names."""
-    path = Path(path)
+    path = _given(path)
     data = load_yaml(path) if _data is None else _data
     r = Reader(str(path), max_text=B.MAX_NAME)
     base = path.parent

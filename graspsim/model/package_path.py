@@ -8,7 +8,8 @@ Two kinds of names need a search:
   (``os.pathsep``-separated).  ``package://PKG/REST`` is found at ``ROOT/PKG/REST``, or at
   ``ROOT/REST`` when ROOT itself is the folder named PKG (pybullet_data's Panda says
   ``package://meshes/collision/hand.obj`` for the ``meshes`` folder beside the URDF).
-* File names in a graspsim YAML file (a side file's ``urdf:``): relative to that file, or
+* File names in a graspsim YAML file (a side file's ``urdf:``, a world's ``file:``, a shape's
+  ``mesh:``) and the paths given to the loaders: relative to that file (or the working folder), or
   ``NAME://REST`` for a file inside an installed Python data package, e.g.
   ``pybullet_data://franka_panda/panda.urdf`` is ``franka_panda/panda.urdf`` in the folder of the
   ``pybullet_data`` package (found without importing it).
@@ -25,6 +26,12 @@ from pathlib import Path
 
 _SCHEME = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)://(.*)$")
 ENV_VARS = ("GRASPSIM_PACKAGE_PATH", "ROS_PACKAGE_PATH")
+
+
+def has_scheme(name) -> bool:
+    """Is ``name`` a URL-like name (``NAME://REST``) rather than a plain path?  (``pathlib.Path``
+    would fold its ``//`` into ``/``, so such names are resolved before they become paths.)"""
+    return isinstance(name, str) and _SCHEME.match(name) is not None
 
 
 def search_roots(model_file: str | Path) -> list[Path]:
