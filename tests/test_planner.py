@@ -125,6 +125,35 @@ def test_handset_barrett_on_the_puma_finds_distinct_force_closure_grasps():
     assert np.allclose(free.robots["barrett"].dof_values, w.robots["barrett"].dof_values)
     grasps = plan_grasps(w, "barrett", "handset", n=8, iterations=500, restarts=8, seed=0)
     _check_grasps(HANDSET, grasps)
+    _no_self_overlap(free, "barrett", grasps)
+
+
+def test_a_short_search_returns_no_hand_through_itself():
+    """The search that returned the crossed Barrett (3 grasps, 100 iterations, 4 restarts): its third
+    grasp's preshape had spread 106 deg and the fingers closed 84 deg, f1 9.7 mm inside f2."""
+    w = _load(HANDSET)
+    grasps = plan_grasps(w, "barrett", "handset", n=3, iterations=100, restarts=4)
+    assert len(grasps) == 3
+    _no_self_overlap(free_hand_world(w, "barrett"), "barrett", grasps)
+
+
+def _no_self_overlap(w, hand, grasps):
+    """Neither the preshape a grasp was closed from nor the grasp has links of the hand inside each
+    other (the planner returned a Barrett preshape with the fingers 9.7 mm through each other)."""
+    from graspsim.collision import model_for
+
+    m = model_for(w)
+    rows = np.asarray(w.table.robot_links[w.robots[hand].index])
+    own = np.ascontiguousarray(m.pairs[np.isin(m.pairs[:, 0], rows) & np.isin(m.pairs[:, 1], rows)])
+    assert len(own)
+    h = w.robots[hand]
+    st = w.save_state()
+    for g in grasps:
+        for dofs in (g.preshape, g.dofs):
+            h.base_pose = g.base_pose
+            h.dof_values = [dofs[n] for n in h.dof_names]
+            assert m.penetrating(w.body_poses(compiled=True), pairs=own) == []
+    w.restore_state(st)
 
 
 def test_same_seed_same_grasps_other_seed_other_grasps():

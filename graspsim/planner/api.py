@@ -186,6 +186,10 @@ class Problem:
         self.model = model_for(world)
         self.pairs = _hand_pairs(world, h.index)
         self.rows = np.asarray(world.table.robot_links[h.index], dtype=np.int64)
+        # the hand's own link pairs (the collision model's: adjacent links and those touching at the
+        # default configuration are not pairs), for the states that are closed and returned
+        mp = self.model.pairs
+        self.own = np.ascontiguousarray(mp[np.isin(mp[:, 0], self.rows) & np.isin(mp[:, 1], self.rows)])
         self.P0 = world.body_poses()
         self.quality_evaluations = 0
 
@@ -194,6 +198,14 @@ class Problem:
         P = self.P0.copy()
         P[self.rows] = link_poses
         return bool(self.model.penetrating(P, pairs=self.pairs))
+
+    def self_collides(self, link_poses: np.ndarray) -> bool:
+        """Whether links of the hand at these link poses (nl, 4, 4) interpenetrate each other."""
+        if not len(self.own):
+            return False
+        P = self.P0.copy()
+        P[self.rows] = link_poses
+        return bool(self.model.penetrating(P, pairs=self.own))
 
     def screen(self, x: np.ndarray) -> np.ndarray:
         """Contact energies (B,) of states x (B, n), without the collision test."""
@@ -291,7 +303,12 @@ def _rotation_angle(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
 
 def distinct_states(problem: Problem, x: np.ndarray, e: np.ndarray, limit: int) -> list[int]:
     """Indices of up to ``limit`` lowest-energy states whose palm poses are pairwise distinct
-    (at least DISTINCT_DISTANCE apart or DISTINCT_ANGLE apart)."""
+    (at least DISTINCT_DISTANCE apart or DISTINCT_ANGLE apart) and whose hand is not inside itself.
+
+    The search tests a state against the object and the obstacles only and may pass through
+    preshapes whose fingers cross (a Barrett's spread with the fingers closed); such a state is
+    not closed and returned: the closing could not move (every step starts interpenetrating) and
+    the grasp would be one no hand can take."""
     order = np.argsort(e, kind="stable")
     X = problem.space.palm_poses(x[order]) if len(order) else np.zeros((0, 4, 4))
     picked: list[int] = []
@@ -302,6 +319,8 @@ def distinct_states(problem: Problem, x: np.ndarray, e: np.ndarray, limit: int) 
                    (_rotation_angle(X[i, :3, :3], P[:, :3, :3]) < DISTINCT_ANGLE)
             if near.any():
                 continue
+        if problem.self_collides(problem.space.link_poses(x[order[i:i + 1]])[0][0]):
+            continue
         picked.append(i)
         if len(picked) >= limit:
             break
