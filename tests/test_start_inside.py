@@ -135,3 +135,36 @@ def test_a_missing_data_package_file_is_named_at_its_field(tmp_path):
     assert errs["objects[1].file"].line == 4 and "is not installed" in errs["objects[1].file"].problem
     with pytest.raises(ModelError, match="no_such_file.urdf"):
         graspsim.load_robot("pybullet_data://no_such_file.urdf")
+
+
+def test_a_batch_names_objects_in_a_data_package_and_the_panda_starts_open(tmp_path):
+    """A batch's ``objects:``/``hand:`` take ``NAME://path`` too.  The shipped Panda side file opens
+    the fingers by default (it started closed, at the URDF's 0: every batch candidate approached
+    with closed fingers and none could grasp).  Straight down onto pybullet_data's 5 cm cube
+    (cube_small.urdf: a 0.05 m box, 0.1 kg), both fingers close onto its sides, 25 mm from the centre
+    (the DOF reads 0.17 mm more: the finger pads' offset at 0 in the Panda's meshes), and the pinch
+    is force closure."""
+    from graspsim.batch import read_results, run_batch
+
+    panda = graspsim.load_robot(ROOT / "robots/panda_hand.yaml")
+    assert panda.dofs[0].default == pytest.approx(panda.dof_limits[0, 1]) == pytest.approx(0.04)
+    cfg = {"hand": str(ROOT / "robots/panda_hand.yaml"),
+           "objects": ["pybullet_data://cube_small.urdf", {"file": "pybullet_data://cube_small.urdf", "name": "c2"}],
+           "candidates": {"directions": {"list": [[0, 0, -1]]}, "rolls": [0], "standoffs": [0]}}
+    db = tmp_path / "b.sqlite"
+    run_batch(cfg, db, progress="off")
+    rows = read_results(db)
+    assert [r["object"] for r in rows] == ["cube.urdf", "c2"]
+    for r in rows:
+        assert r["status"] == "ok" and r["force_closure"] == 1
+        (q,) = json_dofs(r["dofs"])
+        assert 0.025 <= q <= 0.0255
+        assert set(r["contact_links"].split(",")) >= {"panda_hand/panda_leftfinger", "panda_hand/panda_rightfinger"}
+    with pytest.raises(ModelError, match=r"objects\[0\]: object file 'pybullet_data://nope.urdf' not found \(no file "):
+        run_batch({**cfg, "objects": ["pybullet_data://nope.urdf"]}, tmp_path / "c.sqlite", progress="off")
+
+
+def json_dofs(v):
+    import json
+
+    return json.loads(v) if isinstance(v, str) else v

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..errors import ModelError, did_you_mean
 from ..model.fields import Reader
+from ..model.package_path import data_package_path, has_scheme, resolve_model_file
 from ..model.yamlio import YList, YMap, load_yaml
 from .object_sets import expand_object_set, is_object_set
 
@@ -202,7 +203,22 @@ def _lengths_or_angles(r: Reader, m: YMap, key: str, field: str, unit: str, *, d
 
 
 def _resolve(base: Path, name: str) -> Path:
+    """A file named in a batch file: relative to it, or ``NAME://path`` inside an installed Python
+    data package (``pybullet_data://duck_vhacd.urdf``, as in model files)."""
+    if has_scheme(name):
+        p, _ = resolve_model_file(name, base / "-")
+        if p is not None:
+            return p.resolve()
+        q = data_package_path(name)
+        return q if q is not None else base / name.replace("://", "/", 1)
     return (base / name).resolve()
+
+
+def _not_found(what: str, name: str, p: Path) -> str:
+    """The problem text for a file a batch file names that is not there."""
+    if has_scheme(name):
+        return f"{what} '{name}' not found ({resolve_model_file(name, p)[1].split(': ', 1)[-1]})"
+    return f"{what} '{name}' not found ({p})"
 
 
 def load_config(source, *, overrides: dict | None = None, base_dir=None) -> BatchConfig:
@@ -255,7 +271,7 @@ def load_config(source, *, overrides: dict | None = None, base_dir=None) -> Batc
         if wf is not None:
             world_file = _resolve(base, wf)
             if not world_file.is_file():
-                r.error(top.line_of("world"), "world", f"world file '{wf}' not found ({world_file})")
+                r.error(top.line_of("world"), "world", _not_found("world file", wf, world_file))
                 world_file = None
         if "table" in top:
             r.error(top.line_of("table"), "table", "'table' is for a hand file with object files; with 'world' "
@@ -505,7 +521,7 @@ def _compose_scenes(r: Reader, top: YMap, base: Path):
     if hf is not None:
         hand_file = _resolve(base, hf)
         if not hand_file.is_file():
-            r.error(top.line_of("hand"), "hand", f"robot file '{hf}' not found ({hand_file}); without 'world', "
+            r.error(top.line_of("hand"), "hand", _not_found("robot file", hf, hand_file) + "; without 'world', "
                     "'hand' names a robot file")
             hand_file = None
         else:
@@ -525,7 +541,7 @@ def _compose_scenes(r: Reader, top: YMap, base: Path):
         elif isinstance(t, str):
             p = _resolve(base, t)
             if not p.is_file():
-                r.error(top.line_of("table"), "table", f"object file '{t}' not found ({p})")
+                r.error(top.line_of("table"), "table", _not_found("object file", t, p))
             table_file = str(p)
         else:
             r.error(top.line_of("table"), "table", f"expected true, false or an object file, got {t!r}")
@@ -570,7 +586,7 @@ def _compose_scenes(r: Reader, top: YMap, base: Path):
                 continue
         p = _resolve(base, fname)
         if not p.is_file():
-            r.error(line, f, f"object file '{fname}' not found ({p})")
+            r.error(line, f, _not_found("object file", fname, p))
             continue
         try:
             obj = load_object(p)
