@@ -50,6 +50,42 @@ def test_random_urdf_mass_properties_match_trimesh(k):
     assert obj.name == f"blob{k}"
 
 
+@pytest.mark.parametrize("name, side, mass", [("cube_small.urdf", 0.05, 0.1), ("cube.urdf", 1.0, 1.0)])
+def test_an_inertia_no_mass_inside_the_shape_can_give_is_replaced(name, side, mass):
+    """pybullet_data's cubes say ixx = iyy = izz = 1 kg m^2 (positive definite, triangle inequality
+    kept): for 0.1 kg in a 5 cm box the mass would lie 3.2 m from its centre.  No body has a
+    principal moment above m R^2 (R: the farthest point of the shape from the com), so the box's own
+    uniform inertia m a^2 / 6 is used, and the note says why."""
+    obj = graspsim.load_object(Path(pybullet_data.getDataPath()) / name)
+    assert obj.inertial.mass == mass
+    np.testing.assert_allclose(obj.inertial.inertia, np.eye(3) * mass * side ** 2 / 6, rtol=1e-12, atol=1e-18)
+    assert f"would have to lie {np.sqrt(1.0 / mass):.3g} m" in obj.mass_note
+    assert f"the shape reaches {side * np.sqrt(3) / 2:.3g} m" in obj.mass_note
+
+
+@pytest.mark.parametrize("factor, kept", [(0.999, True), (1.001, False)])
+def test_the_bound_is_m_r_squared(tmp_path, factor, kept):
+    """A 4 x 2 x 2 cm box of 0.2 kg: R = sqrt(2^2 + 1^2 + 1^2) cm from its centre; an inertia just
+    under m R^2 is the URDF's (a mass at the corners comes close), just over it is replaced."""
+    R2 = 0.02 ** 2 + 0.01 ** 2 + 0.01 ** 2
+    top = factor * 0.2 * R2
+    p = tmp_path / "box.urdf"
+    p.write_text(f'''<?xml version="1.0"?>
+<robot name="box"><link name="b">
+  <inertial><mass value="0.2"/><inertia ixx="{top}" iyy="{0.6 * top}" izz="{0.6 * top}" ixy="0" ixz="0" iyz="0"/></inertial>
+  <collision><geometry><box size="0.04 0.02 0.02"/></geometry></collision>
+</link></robot>''')
+    obj = graspsim.load_object(p)
+    if kept:
+        np.testing.assert_array_equal(obj.inertial.inertia, np.diag([top, 0.6 * top, 0.6 * top]))
+        assert obj.mass_note == ""
+    else:
+        np.testing.assert_allclose(obj.inertial.inertia, np.diag([0.2 * (0.02 ** 2 + 0.02 ** 2) / 12,
+                                                                 0.2 * (0.04 ** 2 + 0.02 ** 2) / 12,
+                                                                 0.2 * (0.04 ** 2 + 0.02 ** 2) / 12]), rtol=1e-12)
+        assert "would have to lie" in obj.mass_note
+
+
 @pytest.mark.parametrize("fmt", ["obj", "stl", "ply", "off", "glb"])
 def test_bare_mesh_every_format_default_density(tmp_path, fmt):
     """The same closed mesh written in five formats: mass = 500 kg/m^3 x its trimesh volume.
