@@ -74,6 +74,22 @@ class Shape:
         X = X_WL @ self.X_LS
         return self.vertices @ X[:3, :3].T + X[:3, 3]
 
+    def reach(self, point) -> float:
+        """The largest distance (m) from ``point`` (owner frame L) to a point of the shape: exact for
+        a mesh and a box, an upper bound for the round primitives (their centre's distance plus
+        their own reach); no tessellation."""
+        point = np.asarray(point, dtype=float)
+        if self.mesh is not None or self.kind == "box":
+            if self.mesh is not None:
+                V = self.vertices
+            else:
+                V = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * (0.5 * np.asarray(self.size))
+            V = V @ self.X_LS[:3, :3].T + self.X_LS[:3, 3]
+            return float(np.sqrt(((V - point) ** 2).sum(1).max()))
+        r, length = (self.size[0], 0.0) if self.kind == "sphere" else self.size
+        own = r + 0.5 * length if self.kind == "capsule" else float(np.hypot(r, 0.5 * length))
+        return float(np.linalg.norm(self.X_LS[:3, 3] - point)) + own
+
     @property
     def bounding_radius(self) -> float:
         """Largest distance (m) from the shape frame origin to the surface."""
@@ -151,6 +167,15 @@ def _tessellate(kind: str, size: tuple):
     else:  # pragma: no cover
         raise ValueError(kind)
     return _ro(np.asarray(m.vertices, dtype=float)), _ro(np.asarray(m.faces, dtype=np.int64))
+
+
+def inertia_fits(shapes, mass: float, com, inertia) -> tuple[bool, float, float]:
+    """(fits, largest principal moment kg m^2, reach m): can mass inside ``shapes`` (owner frame)
+    have this inertia about ``com``?  Every mass element lies within the shapes' reach R of the com,
+    so within R of each axis through it: no principal moment exceeds m R^2."""
+    R = max(sh.reach(com) for sh in shapes)
+    top = float(np.linalg.eigvalsh(np.asarray(inertia, dtype=float)).max())
+    return top <= mass * R * R * (1 + 1e-9), top, R
 
 
 def make_primitive(kind: str, size, X_LS: np.ndarray | None = None) -> Shape:

@@ -409,9 +409,41 @@ def test_cli_validate_urdf_files():
                            str(ROOT / "robots/panda_hand.yaml")], capture_output=True, text=True)
     assert good.returncode == 0, good.stderr
     assert good.stdout.count("ok: ") == 3
-    # link6's collision mesh (34 convex pieces in one file) is not closed: one warning line
+    # link6's collision mesh (34 convex pieces in one file) is not closed: one warning line; the bare
+    # Panda's placeholder inertias (0.1 kg m^2 everywhere) and two_finger's made-up ones exceed what
+    # mass inside their collision shapes can give (m R^2): one line per robot (panda_hand.yaml takes
+    # the shapes' inertias and says nothing).  two_finger's tip: 1e-6 kg m^2 for 0.01 kg is a radius
+    # of gyration of 10 mm, its sphere's radius 8 mm.
     warn = [l for l in good.stderr.splitlines() if l]
-    assert len(warn) == 1 and warn[0].startswith(f"warning: {PANDA}:") and "link6.obj" in warn[0]
+    assert len(warn) == 3, warn
+    assert warn[0].startswith(f"warning: {PANDA}:") and "link6.obj" in warn[0]
+    assert warn[1].startswith(f"warning: {PANDA}: inertias that no mass inside the links' collision shapes can give")
+    assert "'panda_leftfinger' 0.1 kg m^2 for 0.1 kg, which would lie 1 m from its com" in warn[1]
+    assert warn[2].startswith(f"warning: {TWO_FINGER}: inertias")
+    assert "'tip' 1e-06 kg m^2 for 0.01 kg, which would lie 0.01 m from its com (its shapes reach 0.008 m)" in warn[2]
+
+
+def test_a_side_file_takes_the_links_inertias_from_their_shapes(tmp_path):
+    """``inertia: shapes`` (robots/panda_hand.yaml): each link's centre of mass and inertia are those of
+    its collision mesh at uniform density and the URDF's mass, computed here by trimesh from the
+    link's mesh; the URDF's own placeholders (0.1 kg m^2) are gone.  Any other value is named."""
+    import trimesh
+
+    hand = graspsim.load_robot(ROOT / "robots/panda_hand.yaml")
+    for name in ("panda_hand", "panda_leftfinger"):
+        lk = hand.links[hand.link_index[name]]
+        (shape,) = lk.shapes
+        tm = trimesh.Trimesh(shape.vertices_in(np.eye(4)), shape.faces, process=False)
+        assert tm.is_volume
+        assert lk.inertial.mass == pytest.approx(0.81 if name == "panda_hand" else 0.1, rel=1e-12)
+        np.testing.assert_allclose(lk.inertial.com, tm.center_mass, atol=1e-9)
+        np.testing.assert_allclose(lk.inertial.inertia, tm.moment_inertia * (lk.inertial.mass / tm.volume),
+                                   rtol=1e-7, atol=1e-12)
+        assert np.linalg.eigvalsh(lk.inertial.inertia).max() < 0.01
+    side = tmp_path / "h.yaml"
+    side.write_text(f"robot: h\nurdf: {PANDA}\nroot: panda_hand\ninertia: cad\n")
+    with pytest.raises(ModelError, match=r"h.yaml:4: inertia: expected 'urdf'.*got 'cad'"):
+        graspsim.load_robot(side)
 
 
 def test_disk_cache_serves_a_new_process_without_parsing(tmp_path):

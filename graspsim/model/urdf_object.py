@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import spatial
 from ..errors import ModelError
-from ..geometry import load_mesh_shape, make_primitive
+from ..geometry import inertia_fits, load_mesh_shape, make_primitive
 from .description import Inertial, Object
 from .mesh_object import DEFAULT_COLOR, DEFAULT_DENSITY, DEFAULT_MATERIAL, _check_mass, _ro, inertial_for, mass_shape
 from .package_path import not_found, resolve
@@ -179,32 +179,6 @@ def _urdf_inertial(c: _Ctx, link: _El, fld: str):
     return float(mass), X[:3, 3].copy(), I, ie
 
 
-def _reach(shape, point: np.ndarray) -> float:
-    """The largest distance (m) from ``point`` (object frame) to a point of ``shape``: exact for a
-    mesh and a box, an upper bound for the round primitives (centre distance + their own reach)."""
-    if shape.mesh is not None or shape.kind == "box":
-        if shape.mesh is not None:
-            V = shape.vertices_in(np.eye(4))
-        else:
-            h = 0.5 * np.asarray(shape.size)
-            V = (np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * h) @ shape.X_LS[:3, :3].T \
-                + shape.X_LS[:3, 3]
-        return float(np.sqrt(((V - point) ** 2).sum(1).max()))
-    r, length = (shape.size[0], 0.0) if shape.kind == "sphere" else shape.size
-    own = r + 0.5 * length if shape.kind == "capsule" else float(np.hypot(r, 0.5 * length))
-    return float(np.linalg.norm(shape.X_LS[:3, 3] - point)) + own
-
-
-def _inertia_fits(shapes: tuple, mass: float, com: np.ndarray, I: np.ndarray) -> tuple[bool, float, float]:
-    """(fits, largest principal moment, reach): no mass inside the shapes has a principal moment
-    above m R^2, R the shapes' reach from the com (every mass element is within R of each axis
-    through the com).  pybullet_data's cube_small.urdf says 1 kg m^2 for 0.1 kg and a 5 cm box (R =
-    4.3 cm: at most 1.9e-4 kg m^2): the mass would sit 3.2 m from the com."""
-    R = max(_reach(sh, com) for sh in shapes)
-    top = float(np.linalg.eigvalsh(I).max())
-    return top <= mass * R * R * (1 + 1e-9), top, R
-
-
 def urdf_object(path: str | Path, *, name: str | None = None, mass: float | None = None,
                 density: float | None = None, material: str | None = None, need_mass: bool = True) -> Object:
     """An object from a URDF with exactly one link (body frame = the link frame; SI units)."""
@@ -232,7 +206,7 @@ def urdf_object(path: str | Path, *, name: str | None = None, mass: float | None
     if mass is not None or density is not None or u_mass is None:
         if need_mass or mass is not None or density is not None:
             inertial, note = _shapes_inertial(shapes, mass=mass, density=density)
-    elif u_I is not None and (fit := _inertia_fits(shapes, u_mass, u_com, u_I))[0]:
+    elif u_I is not None and (fit := inertia_fits(shapes, u_mass, u_com, u_I))[0]:
         inertial = Inertial(u_mass, _ro(u_com), _ro(u_I))
     else:  # URDF mass, shape's distribution (its com: a com without an inertia is not worth keeping)
         inertial, _ = _shapes_inertial(shapes, mass=u_mass, density=None)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelError, ModelErrors, ModelWarning, did_you_mean
-from ..geometry import Shape, load_mesh_shape, make_primitive
+from ..geometry import Shape, inertia_fits, load_mesh_shape, make_primitive
 from . import bounds as B
 from .description import DOF, FIXED, PRISMATIC, REVOLUTE, Inertial, Joint, Link, Robot, Visual
 from .package_path import resolve
@@ -51,7 +51,9 @@ class HandSpec:
     URDF's root); ``exclude``: drop the subtrees of these links (the arm without its hand);
     ``palm`` (default the imported root), ``approach`` (unit vector in the palm frame, default +z);
     ``material`` for every link and ``link_materials`` per link (default plastic); ``density`` for
-    links without ``<inertial>``; ``dofs``: per DOF name a dict of overrides (``kind``,
+    links without ``<inertial>``; ``inertia``: ``"urdf"`` (the URDF's inertials) or ``"shapes"``
+    (each link's centre of mass and inertia from its collision shapes at the URDF's mass, for URDFs
+    whose inertias are placeholders); ``dofs``: per DOF name a dict of overrides (``kind``,
     ``breakaway_torque``, ``kp``, ``kd``, ``effort``, ``velocity``, ``default``; SI units).
     Without an override a DOF closes towards its upper limit at the URDF's velocity limit, pushes
     with the URDF's effort, and ``kp`` reaches that effort at 0.05 rad / 5 mm (``kd = 0.01 s * kp``).
@@ -68,6 +70,7 @@ class HandSpec:
     link_materials: dict = field(default_factory=dict)
     density: float = DEFAULT_DENSITY
     dofs: dict = field(default_factory=dict)
+    inertia: str = "urdf"               # "shapes": every link's com and inertia from its collision shapes
     eigengrasps: object = None          # (k, ndof) array, or list of {dof: value} dicts
     eigengrasp_origin: object = None
     no_collide: tuple = ()
@@ -86,6 +89,7 @@ class _Errors:
     def __init__(self, doc: UrdfDoc, spec: HandSpec):
         self.doc, self.spec, self.errors = doc, spec, []
         self.hulls: set = set()          # id() of shapes that stand in for an open mesh
+        self.unreachable: list = []      # (link, mass, largest moment, reach): see _inertial
         self.colors = _material_colors(doc)
 
     def urdf(self, line, element: str, problem: str) -> None:
@@ -132,6 +136,12 @@ def build_robot(doc: UrdfDoc, spec: HandSpec | None = None) -> Robot:
         frontier = nxt
     link_index = {n: i for i, n in enumerate(order)}
     links = [_link(doc, links_u[n], spec, err) for n in order]
+    if err.unreachable:         # one line for the robot (a placeholder inertia is rarely on one link)
+        each = "; ".join(f"'{n}' {top:.3g} kg m^2 for {m:.3g} kg, which would lie {np.sqrt(top / m):.3g} m from its "
+                         f"com (its shapes reach {R:.3g} m)" for n, m, top, R in err.unreachable)
+        warnings.warn(ModelWarning(f"{doc.file}: inertias that no mass inside the links' collision shapes can give "
+                                   f"(used as given; if they are placeholders, 'inertia: shapes' in a side file "
+                                   f"takes the shapes' at the URDF's masses): {each}"), stacklevel=3)
     joints, dofs = _joints_and_dofs(doc, joint_order, link_index, spec, err)
     err.raise_if_any()
 
@@ -312,6 +322,16 @@ def _inertial(doc: UrdfDoc, lu, shapes: tuple, spec: HandSpec, err: _Errors) -> 
             err.urdf(line, f"link '{name}'/inertial/inertia",
                      f"inertia must be positive definite (principal moments {moments})")
             return Inertial(mass, _ro(X[:3, 3]), _ro(np.eye(3)))
+        elif spec.inertia == "shapes" and solid:
+            # the side file says the URDF's inertias are placeholders: uniform density over the
+            # collision shapes at the URDF's mass (centre of mass and inertia)
+            m1, c1, I1 = _shapes_mass_properties(shapes, 1.0)
+            return Inertial(mass, _ro(c1), _ro(I1 * (mass / m1)))
+        elif solid and not (fit := inertia_fits(shapes, mass, X[:3, 3], I))[0]:
+            # beyond what mass inside the collision shapes can give: a placeholder (pybullet_data's
+            # Panda says 0.1 kg m^2 for a 0.1 kg finger, whose shapes allow 1.3e-4), or a link whose
+            # mass lies partly outside its collision shapes.  Used as given; named in one warning.
+            err.unreachable.append((name, mass, fit[1], fit[2]))
         elif ev[0] + ev[1] < ev[2] * (1 - 1e-9):
             # common in real URDFs (rounded CAD values); harmless for the dynamics, so kept as given
             warnings.warn(ModelWarning(f"{doc.file}:{line}: link '{name}'/inertial/inertia: principal moments "

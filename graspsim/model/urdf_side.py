@@ -12,6 +12,8 @@ A side file (``robots/panda_hand.yaml``)::
     material: plastic                       # every link (default plastic) ...
     links: {panda_leftfinger: {material: rubber}}   # ... or per link
     density: 1000                           # kg/m^3 for links without <inertial>
+    inertia: shapes                         # links' com and inertia from their collision shapes at
+                                            # the URDF's masses (default 'urdf': as the URDF says)
     units: {length: m, angle: rad}          # for DOF velocity/default below (default SI)
     dofs:                                   # per DOF (= a moving, non-mimic URDF joint): overrides
       - {name: panda_finger_joint1, velocity: -0.05, kp: 2000, kd: 20, effort: 20}
@@ -38,7 +40,7 @@ from .urdf import read_urdf
 from .urdf_robot import HandSpec, build_robot
 from .yamlio import YList, YMap, load_yaml
 
-SIDE_KEYS = ["robot", "urdf", "root", "exclude", "palm", "approach", "material", "links", "density", "units",
+SIDE_KEYS = ["robot", "urdf", "root", "exclude", "palm", "approach", "material", "links", "density", "inertia", "units",
              "dofs", "eigengrasps", "no_collide", "description"]
 SIDE_DOF_KEYS = ["name", "kind", "breakaway_torque", "kp", "kd", "effort", "velocity", "default"]
 
@@ -110,6 +112,11 @@ def _build_from_side(r: Reader, top: YMap, path: Path, upath: Path) -> Robot:
     approach = r.vector(top, "approach", "approach", 3, nonzero=True, default=(0.0, 0.0, 1.0))
     material = r.string(top, "material", "material", default="plastic")
     density = r.number(top, "density", "density", positive=True, default=1000.0)
+    inertia = r.string(top, "inertia", "inertia", default="urdf")
+    if inertia not in ("urdf", "shapes"):
+        r.error(top.line_of("inertia"), "inertia", f"expected 'urdf' (the URDF's inertials) or 'shapes' (from the "
+                f"collision shapes at the URDF's masses), got {inertia!r}")
+        inertia = "urdf"
     link_mats = {}
     if "links" in top:
         lm = r.mapping(top["links"], "links", top.line_of("links"))
@@ -184,7 +191,7 @@ def _build_from_side(r: Reader, top: YMap, path: Path, upath: Path) -> Robot:
                 "expected a list of numbers (DOF order) or a mapping {dof: number}")
     r.raise_if_errors()
     spec = HandSpec(name=name, file=str(path), root=root, exclude=exclude, palm=palm, approach=tuple(approach),
-                    material=material, link_materials=link_mats, density=float(density), dofs=dofs,
+                    material=material, link_materials=link_mats, density=float(density), inertia=inertia, dofs=dofs,
                     eigengrasps=eig, eigengrasp_origin=eig_origin, no_collide=tuple(pairs), where=where)
     return build_robot(doc, spec)
 
