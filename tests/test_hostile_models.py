@@ -18,11 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import graspsim
 from graspsim import ModelError
 from graspsim.model.loader import load_any
 
@@ -532,3 +534,39 @@ def test_loaders_name_a_path_that_is_not_one(bad):
     for fn in (graspsim.load_world, graspsim.load_robot, graspsim.load_object):
         with pytest.raises(ModelError, match=rf"{fn.__name__} needs the path of a file .* got {type(bad).__name__}"):
             fn(bad)
+
+
+# ------------------------------------------------------------------ degrees where radians are read
+
+def test_an_orientation_in_degrees_in_a_radian_file_is_named_with_the_fix(tmp_path):
+    """``rpy: [0, 90, 0]`` in a file without ``units`` was 90 rad (a turn of 90 - 14 x 2 pi = 2.04 rad,
+    117 deg) and loaded silently.  An orientation angle beyond one turn is refused, with the hint;
+    with ``units: {angle: deg}`` or ``'90 deg'`` the same pose turns the body 90 deg about y."""
+    ROOT = Path(__file__).resolve().parent.parent
+    body = f"objects:\n  - {{name: cube, file: {ROOT}/objects/cube.yaml, pose: {{xyz: [0, 0, 0.5], rpy: RPY}}}}\n"
+    w = tmp_path / "w.yaml"
+    w.write_text("world: w\n" + body.replace("RPY", "[0, 90, 0]"))
+    with pytest.raises(ModelError) as e:
+        graspsim.load_world(w)
+    err = getattr(e.value, "errors", [e.value])[0]
+    assert (err.line, err.field) == (3, "objects[0].pose.rpy[1]")
+    assert "got 90 rad; angles are in radians unless the file says units: {angle: deg} (or write '90 deg')" in err.problem
+    for text in ("world: w\nunits: {angle: deg}\n" + body.replace("RPY", "[0, 90, 0]"),
+                 "world: w\n" + body.replace("RPY", "[0, '90 deg', 0]")):
+        w.write_text(text)
+        R = graspsim.load_world(w).bodies["cube"].pose[:3, :3]
+        np.testing.assert_allclose(R, [[0, 0, 1], [0, 1, 0], [-1, 0, 0]], atol=1e-15)
+
+
+def test_batch_rolls_and_cone_angles_in_degrees_in_a_radian_file_are_named(tmp_path):
+    from graspsim.batch import load_config
+
+    ROOT = Path(__file__).resolve().parent.parent
+    base = {"world": str(ROOT / "worlds/barrett_mug.yaml")}
+    with pytest.raises(ModelError, match=r"candidates\.rolls\[1\]: must be within \[-6.28319, 6.28319\] rad, got 90 rad; "
+                                         r"angles are in radians"):
+        load_config({**base, "candidates": {"rolls": [0, 90]}})
+    with pytest.raises(ModelError, match=r"directions\.within\.angle: must be within \(0, 3.14159\] rad, got 100 rad"):
+        load_config({**base, "candidates": {"directions": {"sphere": 8, "within": {"axis": [0, 0, -1], "angle": 100}}}})
+    cfg = load_config({**base, "candidates": {"rolls": [0, "90 deg"]}})
+    assert cfg.candidates["rolls"] == [0.0, pytest.approx(np.pi / 2, abs=1e-15)]

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError, did_you_mean
+from ..model import bounds as B
 from ..model.fields import Reader
 from ..model.package_path import data_package_path, has_scheme, resolve_model_file
 from ..model.yamlio import YList, YMap, load_yaml
@@ -176,8 +177,8 @@ def _integer(r: Reader, m: YMap, key: str, field: str, *, default: int, minimum:
 
 
 def _lengths_or_angles(r: Reader, m: YMap, key: str, field: str, unit: str, *, default: list,
-                       nonnegative: bool = False) -> list:
-    """A number or a list of numbers (with units)."""
+                       nonnegative: bool = False, bounds: tuple | None = None) -> list:
+    """A number or a list of numbers (with units), each within ``bounds`` if given."""
     if key not in m:
         return list(default)
     v = m[key]
@@ -197,6 +198,8 @@ def _lengths_or_angles(r: Reader, m: YMap, key: str, field: str, unit: str, *, d
             continue
         if nonnegative and s < 0:
             r.error(lines[i], f"{f}[{i}]" if isinstance(v, YList) else f, f"must be >= 0, got {x}")
+            continue
+        if bounds is not None and not r.in_bounds(s, bounds, f"{f}[{i}]" if isinstance(v, YList) else f, lines[i]):
             continue
         out.append(float(s))
     return out
@@ -358,7 +361,8 @@ def _read_robustness(r: Reader, top: YMap, seed: int) -> dict | None:
     if m is None:
         return None
     r.check_keys(m, f, ROBUSTNESS_KEYS)
-    rot = r.number(m, "sigma_rotation", f, default=math.radians(5.0), unit="angle", nonnegative=True)
+    rot = r.number(m, "sigma_rotation", f, default=math.radians(5.0), unit="angle", nonnegative=True,
+                   bounds=(0.0, math.pi, "rad", False))
     fr = r.number(m, "friction", f, default=0.2, nonnegative=True)
     if fr is not None and fr >= 1:
         r.error(m.line_of("friction"), f"{f}.friction", f"must be in [0, 1) (a relative spread), got {fr}")
@@ -403,7 +407,8 @@ def _read_candidates(r: Reader, top: YMap, seed: int = 0) -> dict:
                 if w is not None:
                     r.check_keys(w, f"{f}.directions.within", ["axis", "angle"], ["axis", "angle"])
                     ax = r.vector(w, "axis", f"{f}.directions.within", 3, nonzero=True)
-                    ang = r.number(w, "angle", f"{f}.directions.within", unit="angle", positive=True)
+                    ang = r.number(w, "angle", f"{f}.directions.within", unit="angle", positive=True,
+                                   bounds=B.HALF_TURN)
                     if ax is not None and ang is not None:
                         out["within"] = {"axis": [float(x) for x in ax / np.linalg.norm(ax)], "angle": float(ang)}
             if out["sphere"] + out["normals"] + len(out["list"]) == 0:
@@ -419,7 +424,7 @@ def _read_candidates(r: Reader, top: YMap, seed: int = 0) -> dict:
             else:
                 out["rolls"] = [2.0 * math.pi * k / v for k in range(v)]
         else:
-            out["rolls"] = _lengths_or_angles(r, c, "rolls", f, "angle", default=[0.0])
+            out["rolls"] = _lengths_or_angles(r, c, "rolls", f, "angle", default=[0.0], bounds=B.TURN)
     out["standoffs"] = _lengths_or_angles(r, c, "standoffs", f, "length", default=[0.0], nonnegative=True)
     if "preshapes" in c:
         seq = r.sequence(c["preshapes"], f"{f}.preshapes", c.line_of("preshapes"))

@@ -8,12 +8,19 @@ low end itself is excluded.  The README's "Model format" section lists the same 
 """
 from __future__ import annotations
 
+import math
+
 #: a length in the model: box sides, radii, cylinder/capsule lengths, mesh extents (m)
 SIZE = (1e-5, 100.0, "m", False)
 #: a position or offset: shape origins, centres of mass, joint origins, DH d/a, poses (|x|, m)
 POSITION = (-1000.0, 1000.0, "m", False)
-#: an angle: rpy, DH theta/alpha, joint and DOF limits and values (|x|, rad)
+#: an angle: DH theta/alpha, joint and DOF limits and values (|x|, rad)
 ANGLE = (-100.0, 100.0, "rad", False)
+#: an orientation angle: a pose's rpy, a batch's rolls (|x| <= one turn: every orientation has one;
+#: a larger value is almost surely degrees written where the file's unit is radians)
+TURN = (-2.0 * math.pi, 2.0 * math.pi, "rad", False)
+#: a cone's half-angle or an angular spread: (0, pi] rad
+HALF_TURN = (0.0, math.pi, "rad", True)
 #: a prismatic joint's travel, limits and values (|x|, m)
 TRAVEL = (-100.0, 100.0, "m", False)
 MASS = (1e-6, 1e4, "kg", False)

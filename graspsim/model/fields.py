@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ModelError, ModelErrors, did_you_mean, quote, unsafe_char
 from .. import spatial
-from .bounds import ANGLE, MAX_DESCRIPTION, MAX_NAME, MAX_PATH, POSITION, describe
+from .bounds import MAX_DESCRIPTION, MAX_NAME, MAX_PATH, POSITION, TURN, describe
 from .yamlio import Overflow, YList, YMap
 
 LENGTH_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "um": 1e-6, "in": 0.0254}
@@ -155,7 +155,11 @@ class Reader:
         lo, hi, unit, low_open = bounds
         if (v > lo if low_open else v >= lo) and v <= hi:
             return True
-        self.error(line, field, f"must be within {describe(bounds)}, got {v:g}{' ' + unit if unit else ''}")
+        hint = ""
+        if unit == "rad" and self.angle_scale == 1.0 and lo <= math.radians(v) <= hi:
+            # (in degrees it would fit: the usual slip in a file whose angles are radians)
+            hint = f"; angles are in radians unless the file says units: {{angle: deg}} (or write '{v:g} deg')"
+        self.error(line, field, f"must be within {describe(bounds)}, got {v:g}{' ' + unit if unit else ''}{hint}")
         return False
 
     def scalar(self, v, field: str, line: int | None, unit: str | None = None) -> float | None:
@@ -264,7 +268,7 @@ class Reader:
             self.error(p.line, f, "give either 'rpy' or 'quat', not both")
         R = np.eye(3)
         if "rpy" in p:
-            rpy = self.vector(p, "rpy", f, 3, unit="angle", bounds=ANGLE)
+            rpy = self.vector(p, "rpy", f, 3, unit="angle", bounds=TURN)
             if rpy is not None:
                 R = spatial.rpy_to_matrix(rpy)
         elif "quat" in p:
