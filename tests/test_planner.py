@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 import graspsim
 from graspsim import kinematics
@@ -216,6 +217,35 @@ def test_cli_plan_json_and_world_file(tmp_path, capsys):
     h = w.robots["gripper"]
     assert np.allclose(h.base_pose, api[0].base_pose, atol=1e-9)
     assert abs(h.dof_values[0] - api[0].dofs["opening"]) < 1e-12
+
+
+def test_written_world_keeps_data_package_names_and_rebases_inline_meshes(tmp_path, capsys):
+    """``--write-world`` into another folder: a ``NAME://path`` file stays as it is (it was turned
+    into 'pybullet_data:/x.urdf', not found), an absolute path stays absolute, and an inline shape's
+    relative ``mesh:`` is rebased like a ``file:`` (it was left relative to the old folder); the
+    written world holds the best grasp."""
+    from graspsim.cli import main
+
+    src = tmp_path / "src"
+    (src / "m").mkdir(parents=True)
+    (src / "m" / "cube.stl").write_bytes((ROOT / "objects/meshes/cube.stl").read_bytes())
+    world = src / "w.yaml"
+    world.write_text(
+        "world: jaw_cubes\n"
+        f"robots:\n  - {{name: gripper, file: {ROOT}/robots/parallel_jaw.yaml, pose: {{xyz: [0, 0, 0.3]}}}}\n"
+        "objects:\n  - {name: box, file: pybullet_data://cube_small.urdf, pose: {xyz: [0, 0, 0.15]}}\n"
+        "obstacles:\n  - {name: block, mass: 1, shape: {mesh: m/cube.stl}, pose: {xyz: [0.5, 0, 0]}}\n")
+    out = tmp_path / "elsewhere" / "best.yaml"
+    assert main(["plan", str(world), "--n", "2", "--iterations", "100", "--write-world", str(out)]) == 0
+    capsys.readouterr()
+    doc = yaml.safe_load(out.read_text())
+    assert doc["robots"][0]["file"] == f"{ROOT}/robots/parallel_jaw.yaml"
+    assert doc["objects"][0]["file"] == "pybullet_data://cube_small.urdf"
+    assert doc["obstacles"][0]["shape"]["mesh"] == "../src/m/cube.stl"
+    w = graspsim.load_world(out)
+    best = plan_grasps(graspsim.load_world(world), "gripper", "box", n=2, iterations=100)[0]
+    assert np.allclose(w.robots["gripper"].base_pose, best.base_pose, atol=1e-9)
+    np.testing.assert_array_equal(w.bodies["block"].pose, graspsim.load_world(world).bodies["block"].pose)
 
 
 @pytest.mark.parametrize("args, msg", [

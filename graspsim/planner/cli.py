@@ -59,13 +59,15 @@ def _pick(world, hand, obj) -> tuple[str, str]:
 
 def write_world(src: str, out: str, world, hand: str, grasp) -> None:
     """Copy world file ``src`` to ``out`` with ``hand``'s pose and DOFs set to ``grasp`` (in the
-    file's units; paths rewritten relative to ``out``).  A clutch-held joint is not expressible in
+    file's units; relative file and mesh names rebased to ``out``'s folder, absolute ones and
+    ``NAME://path`` kept).  A clutch-held joint is not expressible in
     a world file: the DOF values are written.  A hand mounted on an arm is written unmounted and
     alone, as it was planned (:func:`graspsim.planner.free_hand_world`)."""
     import yaml
 
     from ..model.description import REVOLUTE
     from ..model.fields import ANGLE_UNITS, LENGTH_UNITS
+    from ..model.package_path import has_scheme
     from ..spatial import matrix_to_rpy
 
     with open(src) as f:
@@ -75,10 +77,25 @@ def write_world(src: str, out: str, world, hand: str, grasp) -> None:
         u = {("angle" if u in ANGLE_UNITS else "length"): u}
     ls, as_ = LENGTH_UNITS[u.get("length", "m")], ANGLE_UNITS[u.get("angle", "rad")]
     sdir, odir = os.path.dirname(os.path.abspath(src)), os.path.dirname(os.path.abspath(out))
+
+    def moved(name):
+        """A file name of ``src`` as ``out`` must write it: relative ones rebased, absolute ones and
+        ``NAME://path`` (a file in a data package) as they are."""
+        if not isinstance(name, str) or has_scheme(name) or os.path.isabs(name):
+            return name
+        return os.path.relpath(os.path.join(sdir, name), odir)
+
     for key in ("robots", "objects", "obstacles"):
         for e in doc.get(key) or []:
-            if isinstance(e, dict) and "file" in e:
-                e["file"] = os.path.relpath(os.path.join(sdir, e["file"]), odir)
+            if not isinstance(e, dict):
+                continue
+            if "file" in e:
+                e["file"] = moved(e["file"])
+            # inline shapes' meshes are relative to the world file too
+            for sh in ([e["shape"]] if isinstance(e.get("shape"), dict) else []) + \
+                    [x for x in (e.get("shapes") or []) if isinstance(x, dict)]:
+                if "mesh" in sh:
+                    sh["mesh"] = moved(sh["mesh"])
     robot = world.robots[hand].description
     entry = next(e for e in doc["robots"] if e.get("name") == hand)
     if "mount" in entry:
