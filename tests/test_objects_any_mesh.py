@@ -261,12 +261,23 @@ def test_folder_set_skips_a_urdfs_own_meshes_and_numbers_repeated_names(tmp_path
     assert cfg.objects == ["blob000", "blob001", "part", "part_2"]
 
 
+def test_object_set_glob_inside_a_data_package():
+    """``glob: pybullet_data://...`` names the files ``${pybullet_data}/...`` does."""
+    from graspsim.batch import load_config
+
+    hand = str(graspsim.data_path("robots", "barrett.yaml"))
+    a = load_config({"hand": hand, "table": False, "objects": {"glob": "pybullet_data://random_urdfs/00*/*.urdf", "limit": 3}})
+    b = load_config({"hand": hand, "table": False, "objects": {"glob": "${pybullet_data}/random_urdfs/00*/*.urdf", "limit": 3}})
+    assert a.objects == b.objects == ["blob000", "blob001", "blob002"]
+
+
 @pytest.mark.parametrize("objects, problem", [
     ({"glob": "${nope}/*.urdf"}, "unknown variable ${nope}"),
     ({"glob": "nothing_here/*.obj"}, "no object files"),
     ({"folder": "missing_dir"}, "folder 'missing_dir' not found"),
     ({"glob": "*.urdf", "limit": 0}, "expected a whole number >= 1"),
     ({"glob": "*.urdf", "folder": "."}, "either 'glob' or 'folder'"),
+    ({"glob": "graspsim_no_such_pkg://*.urdf"}, "the Python package 'graspsim_no_such_pkg' is not installed"),
 ])
 def test_bad_object_set_is_one_line_error(tmp_path, objects, problem):
     from graspsim.batch import load_config

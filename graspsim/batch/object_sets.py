@@ -5,7 +5,8 @@
     objects: {glob: "${pybullet_data}/random_urdfs/*/*.urdf", limit: 50}
     objects: [../objects/mug.yaml, {folder: my_meshes}, {glob: "scans/*.ply", limit: 10}]
 
-Patterns and folders resolve relative to the batch file; ``${pybullet_data}`` is pybullet's data
+Patterns and folders resolve relative to the batch file, or inside an installed Python data
+package as ``NAME://pattern`` (as file names do); ``${pybullet_data}`` is pybullet's data
 folder (``pybullet_data.getDataPath()``, the ``pybullet`` package) and ``${graspsim}`` the
 repository root of the shipped models.  Matches are sorted by path (so a set is the same on every
 machine) and cut to the first ``limit``.  A folder contributes its object files and those of its
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from ..geometry import MESH_SUFFIXES
 from ..model.fields import Reader
+from ..model.package_path import data_package_path, has_scheme
 from ..model.yamlio import YMap
 
 __all__ = ["SET_KEYS", "is_object_set", "expand_object_set", "substitute"]
@@ -98,6 +100,13 @@ def expand_object_set(r: Reader, m: YMap, field: str, base: Path) -> list[Path]:
         r.error(m.line_of(kind), f"{field}.{kind}", "${pybullet_data} needs the pybullet package "
                 "(pip install pybullet)")
         return []
+    if has_scheme(text):     # NAME://pattern: inside an installed data package, as file names
+        root = data_package_path(text.split("://", 1)[0] + "://")
+        if root is None:
+            r.error(m.line_of(kind), f"{field}.{kind}", f"'{raw}': the Python package "
+                    f"'{text.split('://', 1)[0]}' is not installed")
+            return []
+        text = str(root / text.split("://", 1)[1].lstrip("/"))
     pattern = Path(text) if Path(text).is_absolute() else base / text
     if kind == "glob":
         files = sorted(Path(p) for p in _glob.glob(str(pattern), recursive=True)
