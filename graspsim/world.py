@@ -198,6 +198,19 @@ class _ByName(dict):
     def __missing__(self, key):
         raise KeyError(f"{self._owner} has no {self._kind} {key!r}; {self._plural}: {', '.join(self) or 'none'}")
 
+    def __getitem__(self, key):
+        try:
+            return super().__getitem__(key)
+        except TypeError:       # an unhashable key (an array, a list, a grasp): dict's own message names none
+            raise KeyError(f"{self._owner} has no {self._kind} named by a {type(key).__name__}; {self._plural} are "
+                           f"named by str: {', '.join(self) or 'none'}") from None
+
+    def __contains__(self, key) -> bool:
+        try:
+            return super().__contains__(key)
+        except TypeError:
+            return False
+
 
 class BodyHandle(_Handle):
     """An object or obstacle of a world: its description and pose."""

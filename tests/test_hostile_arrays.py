@@ -548,3 +548,23 @@ def test_pd_controller_and_lift_test_name_what_they_got():
     cmd = ctl.command(sim)
     assert np.array_equal(cmd.kp, [1.0, 2.0, 3.0, 4.0]) and np.all(np.isinf(ctl.effort))
     assert np.allclose(cmd.q_ref, sim.dof_values(), atol=1e-12)
+
+
+def test_a_robot_or_body_named_by_something_else_than_a_str_is_named():
+    """``world.robots[array]`` (or a grasp passed where the hand's name goes, as in
+    ``robustness(world, grasp, "barrett", "mug")``) raised dict's "unhashable type: 'numpy.ndarray'"
+    from inside.  Now the lookup names what it got and what the world has; ``in`` is False."""
+    from graspsim.control import static_auto_grasp
+    from graspsim.grasp.robust import Grasp, robustness
+
+    w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+    with pytest.raises(KeyError, match="world 'barrett_mug' has no robot named by a ndarray; robots are named by str: barrett"):
+        w.robots[np.zeros(3)]
+    with pytest.raises(KeyError, match="has no object or obstacle named by a list; bodies are named by str: mug, table"):
+        w.bodies[["mug"]]
+    assert np.zeros(3) not in w.robots and "barrett" in w.robots
+    with pytest.raises(KeyError, match="has no robot named by a ndarray"):
+        static_auto_grasp(w, np.zeros(3))
+    g = Grasp.from_world(w, "barrett")
+    with pytest.raises(ValueError, match="hand must be the name of a robot of world 'barrett_mug' .a str., got a Grasp"):
+        robustness(w, g, "barrett", "mug")

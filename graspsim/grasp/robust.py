@@ -94,6 +94,9 @@ class RobustQuality:
 
 
 def _robot(world, hand: str):
+    if not isinstance(hand, str):
+        raise ValueError(f"hand must be the name of a robot of world '{world.name}' (a str), got a "
+                         f"{type(hand).__name__}; robots: {', '.join(world.robots)}")
     if hand not in world.robots:
         raise ValueError(f"world '{world.name}' has no hand '{hand}'; robots: {', '.join(world.robots)}")
     return world.robots[hand]
