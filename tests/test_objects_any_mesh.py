@@ -332,3 +332,34 @@ def test_object_set_run_summary_per_object_against_sql(tmp_path):
 
     for f in figs.values():
         plt.close(f)
+
+
+def test_a_millimetre_mesh_read_in_metres_is_named_with_the_fix(tmp_path):
+    """CAD meshes are often in millimetres and a bare mesh is read in metres: a 50 x 30 x 20 mm part
+    became a 50 m, 15,000 t object that `validate` called ok.  Its default-density mass is now an
+    error and, with a mass given, its size a warning, both with the fix; the fix (a shape with
+    scale 0.001) gives the 5 cm box: I = m (b^2 + c^2) / 12 about its centre."""
+    trimesh.creation.box(extents=[50, 30, 20]).export(tmp_path / "part.stl")
+    w = tmp_path / "w.yaml"
+    entry = "  - {name: part, ENTRY, pose: {xyz: [0, 0, 0.5]}}\n"
+    w.write_text("world: w\nobjects:\n" + entry.replace("ENTRY", "file: part.stl"))
+    with pytest.raises(graspsim.ModelError) as e:
+        graspsim.load_world(w)
+    msgs = str(e.value).splitlines()
+    assert msgs[0] == (f"{tmp_path / 'part.stl'}: 50 m across, the default density gives 1.5e+07 kg, outside [1e-06, "
+                       "10000] kg; a bare mesh is read in metres: if the file is in millimetres, give it as a shape "
+                       "with a scale (shape: {mesh: part.stl, scale: 0.001}) and a mass")
+    assert msgs[1].startswith(f"{w}:3: objects[0].file: object file 'part.stl' is invalid")
+    # a batch's objects (load_object) get the same check
+    with pytest.raises(graspsim.ModelError, match="50 m across, the default density gives 1.5e"):
+        graspsim.load_object(tmp_path / "part.stl")
+    w.write_text("world: w\nobjects:\n" + entry.replace("ENTRY", "file: part.stl, mass: 0.2"))
+    with pytest.warns(graspsim.errors.ModelWarning, match="a graspable object 50 m across"):
+        graspsim.load_world(w)
+    w.write_text("world: w\nobjects:\n" + entry.replace("ENTRY", "mass: 0.2, shape: {mesh: part.stl, scale: 0.001}"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = graspsim.load_world(w).bodies["part"]
+    a, bb, c = 0.05, 0.03, 0.02
+    np.testing.assert_allclose(b.instance.obj.inertial.inertia,
+                               np.diag([bb ** 2 + c ** 2, a ** 2 + c ** 2, a ** 2 + bb ** 2]) * 0.2 / 12, rtol=1e-9, atol=1e-15)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, ModelWarning
 from ..geometry import MESH_SUFFIXES, Shape, load_mesh_shape
 from .description import Inertial, Object
 
@@ -96,6 +96,27 @@ def inertial_for(shape: Shape, *, mass: float | None, density: float | None) -> 
     return Inertial(float(m), _ro(c), _ro(I)), note
 
 
+#: a graspable object from a bare mesh wider than this (m) is named in a warning: CAD meshes are often
+#: in millimetres, and a bare mesh is read in metres (a 50 mm part becomes a 50 m one)
+WARN_EXTENT = 2.0
+
+
+def _plausible_size(path: Path, shape: Shape, inertial, note: str, graspable: bool) -> None:
+    """A bare mesh read in metres whose default-density mass is outside the model range is a
+    ModelError, a graspable one over :data:`WARN_EXTENT` wide a warning; both say how to give a
+    millimetre mesh (a shape with ``scale: 0.001``)."""
+    from . import bounds as B
+
+    ext = float(np.ptp(shape.vertices, axis=0).max()) if len(shape.vertices) else 0.0
+    hint = (f"a bare mesh is read in metres: if the file is in millimetres, give it as a shape with a scale "
+            f"(shape: {{mesh: {path.name}, scale: 0.001}}) and a mass")
+    if inertial is not None and note and not B.MASS[0] <= inertial.mass <= B.MASS[1]:
+        raise ModelError(f"{ext:.3g} m across, the default density gives {inertial.mass:.3g} kg, outside "
+                         f"{B.describe(B.MASS)}; {hint}", file=str(path))
+    if graspable and ext > WARN_EXTENT:
+        warnings.warn(ModelWarning(f"{path}: a graspable object {ext:.3g} m across; {hint}"), stacklevel=4)
+
+
 def _check_mass(mass, density, file: str) -> None:
     if mass is not None and density is not None:
         raise ModelError("give either 'mass' or 'density', not both", file=file, field="density")
@@ -113,6 +134,7 @@ def mesh_object(path: str | Path, *, name: str | None = None, mass: float | None
     shape = load_mesh_shape(path, scale=scale)
     inertial, note = inertial_for(mass_shape(shape), mass=mass, density=density) \
         if need_mass or mass or density else (None, "")
+    _plausible_size(path, shape, inertial, note, need_mass)
     return Object(name or path.stem, str(path), shape, inertial, material or DEFAULT_MATERIAL,
                   color or DEFAULT_COLOR, mass_note=note)
 
