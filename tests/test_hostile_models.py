@@ -570,3 +570,50 @@ def test_batch_rolls_and_cone_angles_in_degrees_in_a_radian_file_are_named(tmp_p
         load_config({**base, "candidates": {"directions": {"sphere": 8, "within": {"axis": [0, 0, -1], "angle": 100}}}})
     cfg = load_config({**base, "candidates": {"rolls": [0, "90 deg"]}})
     assert cfg.candidates["rolls"] == [0.0, pytest.approx(np.pi / 2, abs=1e-15)]
+
+
+def test_a_revolute_limit_beyond_a_turn_in_a_radian_file_is_named(tmp_path):
+    """``limits: [0, 90]`` without units is 90 rad (14 turns): legal for a multi-turn joint, so a
+    warning (not an error) with the fix; with ``units: {angle: deg}`` the limit is pi/2 and nothing is said."""
+    import warnings
+
+    from graspsim.errors import ModelWarning
+
+    text = ("robot: r\nUNITS"
+            "links:\n  - {name: base, shape: {box: [0.05, 0.05, 0.05]}, mass: 0.5}\n"
+            "  - {name: f, shape: {box: [0.01, 0.01, 0.05], origin: {xyz: [0, 0, 0.025]}}, mass: 0.05}\n"
+            "joints:\n  - {name: j, type: revolute, parent: base, child: f, origin: {xyz: [0, 0, 0.03]}, "
+            "axis: [1, 0, 0], limits: [0, 90]}\n"
+            "dofs:\n  - {name: d, joints: [j]}\n")
+    p = tmp_path / "r.yaml"
+    p.write_text(text.replace("UNITS", ""))
+    with pytest.warns(ModelWarning, match=r"r.yaml:6: joints\[0\].limits: \[0, 90\] rad reach beyond one turn; angles "
+                                          r"are in radians unless the file says units: \{angle: deg\}"):
+        r = graspsim.load_robot(p)
+    assert r.dof_limits[0].tolist() == [0.0, 90.0]
+    p.write_text(text.replace("UNITS", "units: {angle: deg}\n"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = graspsim.load_robot(p)
+    assert r.dof_limits[0][1] == pytest.approx(np.pi / 2, abs=1e-15)
+
+
+def test_a_world_dof_value_outside_its_limits_is_quoted_in_the_file_units(tmp_path):
+    """``dofs: {spread: 60}`` in a radian world was "value 60 outside the DOF limits [-0, 3.14159] (SI
+    units)"; in a degree world a value was quoted in radians.  Now in the file's units, with the
+    degrees hint where it would fit."""
+    ROOT = Path(__file__).resolve().parent.parent
+    src = (ROOT / "worlds/barrett_mug.yaml").read_text()
+    src = src.replace("../robots/", f"{ROOT}/robots/").replace("../objects/", f"{ROOT}/objects/")
+    w = tmp_path / "w.yaml"
+    for units, spread, msg in (
+            ("units: {length: m}", "60", "value 60 outside the DOF limits [0, 3.14159] rad; angles are in radians "
+                                         "unless the file says units: {angle: deg} (or write '60 deg')"),
+            ("units: {length: m, angle: deg}", "200", "value 200 outside the DOF limits [0, 180] deg")):
+        text = src.replace("units: {length: m, angle: deg}", units).replace("spread: 0,", f"spread: {spread},")
+        text = text.replace("rpy: [180, 0, 0]", "rpy: [3.141592653589793, 0, 0]" if "deg" not in units else "rpy: [180, 0, 0]")
+        w.write_text(text)
+        with pytest.raises(ModelError) as e:
+            graspsim.load_world(w)
+        errs = [x for x in getattr(e.value, "errors", [e.value]) if x.field == "robots[0].dofs.spread"]
+        assert len(errs) == 1 and errs[0].problem == msg

@@ -504,6 +504,8 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
                                 f"min > max ({lv[0] / sc:g} > {lv[1] / sc:g}): write [min, max]")
                     else:
                         limits = lv
+                        if unit == "angle" and r.angle_scale == 1.0 and float(np.abs(lv).max()) > 2.0 * math.pi:
+                            _turn_warning(r, jm.line_of("limits"), f"{f}.limits", lv)
         coul, visc = 0.0, 0.0
         if "friction" in jm:
             fm = r.mapping(jm["friction"], f"{f}.friction", jm.line_of("friction"))
@@ -815,6 +817,20 @@ def _model_file(r: Reader, m: YMap, f: str, base: Path, what: str) -> Path | Non
     return _named_file(r, fname, base, m.line_of("file"), f"{f}.file")
 
 
+def _turn_warning(r: Reader, line, field: str, values) -> None:
+    """A revolute joint's limits beyond one turn in a file whose angles are radians: legal (a
+    multi-turn joint), but ``limits: [0, 90]`` meant in degrees is the usual reason."""
+    import warnings
+
+    from ..errors import ModelWarning
+
+    shown = ", ".join(f"{v:g}" for v in values)
+    big = max(values, key=abs)
+    warnings.warn(ModelWarning(f"{r.file}:{line}: {field}: [{shown}] rad reach beyond one turn; angles are in "
+                               f"radians unless the file says units: {{angle: deg}} (or write '{big:g} deg')"),
+                  stacklevel=2)
+
+
 def _load_cached(cache: dict, loader, p: Path, **kw):
     """``loader(p)`` once per file and options in one world (a world may name one file many times);
     a ModelError is remembered and raised again."""
@@ -946,7 +962,15 @@ def load_world(path: str | Path, *, _data=None) -> World:
                     continue
                 lo, hi = robot.dofs[k].limits
                 if not (lo - 1e-9 <= v <= hi + 1e-9):
-                    r.error(dm.line_of(dn), f"{f}.dofs.{dn}", f"value {v:g} outside the DOF limits [{lo:g}, {hi:g}] (SI units)")
+                    # in the world file's units, as the value was written (+ 0.0: no "-0")
+                    sc = r.angle_scale if unit == "angle" else r.length_scale
+                    u = {1.0: "rad", math.pi / 180.0: "deg"}.get(sc, "") if unit == "angle" else \
+                        {1.0: "m", 1e-3: "mm", 1e-2: "cm"}.get(sc, "")
+                    hint = ("; angles are in radians unless the file says units: {angle: deg} (or write "
+                            f"'{v:g} deg')" if unit == "angle" and sc == 1.0 and lo - 1e-9 <= math.radians(v) <= hi + 1e-9
+                            else "")
+                    r.error(dm.line_of(dn), f"{f}.dofs.{dn}", f"value {v / sc + 0.0:g} outside the DOF limits "
+                            f"[{lo / sc + 0.0:g}, {hi / sc + 0.0:g}] {u}{hint}")
                     continue
                 init[k] = v
         rnames[rname] = len(robots)
