@@ -617,3 +617,33 @@ def test_a_world_dof_value_outside_its_limits_is_quoted_in_the_file_units(tmp_pa
             graspsim.load_world(w)
         errs = [x for x in getattr(e.value, "errors", [e.value]) if x.field == "robots[0].dofs.spread"]
         assert len(errs) == 1 and errs[0].problem == msg
+
+
+def test_a_millimetre_file_without_units_is_named_by_its_size(tmp_path):
+    """An object file written in millimetres without ``units`` made a 50 mm box a 50 m one (its 0.2 kg
+    mass within range, so nothing was said); a robot's 50 mm link likewise.  A graspable object over
+    2 m and a link over 3 m are named in a warning (obstacles, e.g. a room, are not); with
+    ``units: {length: mm}`` the same file is the 5 cm box, I = m a^2 / 6."""
+    import warnings
+
+    from graspsim.errors import ModelWarning
+
+    o = tmp_path / "o.yaml"
+    o.write_text("object: part\nshape: {box: [50, 50, 50]}\nmass: 0.2\n")
+    with pytest.warns(ModelWarning, match=r"o.yaml:2: shape: object 'part' is 50 m across; lengths are in metres "
+                                          r"unless the file says units: \{length: mm\}"):
+        graspsim.load_object(o)
+    w = tmp_path / "w.yaml"
+    w.write_text("world: w\nobstacles:\n  - {name: floor, shape: {box: [10, 10, 0.1]}, pose: {xyz: [0, 0, -1]}}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graspsim.load_world(w)
+    r = tmp_path / "r.yaml"
+    r.write_text("robot: r\nlinks:\n  - {name: base, shape: {box: [50, 50, 50]}, mass: 0.5}\n")
+    with pytest.warns(ModelWarning, match=r"r.yaml:3: links\[0\].shape: link 'base' is 50 m across"):
+        graspsim.load_robot(r)
+    o.write_text("object: part\nunits: {length: mm}\nshape: {box: [50, 50, 50]}\nmass: 0.2\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        obj = graspsim.load_object(o)
+    np.testing.assert_allclose(obj.inertial.inertia, np.eye(3) * 0.2 * 0.05 ** 2 / 6, rtol=1e-12)

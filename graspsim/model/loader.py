@@ -439,6 +439,8 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
             r.error(lm.line_of("name"), f"{f}.name", f"duplicate link name '{lname}' (first at line {link_lines[lname]})")
         link_lines[lname] = lm.line_of("name")
         shapes, smats, ok = _read_shapes(r, lm, f, base)
+        if ok and shapes:
+            _size_warning(r, lm, f, shapes, LINK_WARN_EXTENT, f"link '{lname}'")
         inertial = _read_inertial(r, lm, f, _mass_shape(shapes, ok), required=True)
         links.append(Link(lname, shapes, inertial or Inertial(1.0, _ro(np.zeros(3)), _ro(np.eye(3))),
                           _read_material(r, lm, f), _read_color(r, lm, f), shape_materials=smats))
@@ -759,6 +761,8 @@ def _object_from_map(r: Reader, m: YMap, field: str, base: Path, name: str, file
     shapes, smats, ok = _read_shapes(r, m, field, base)
     if "shape" not in m and "shapes" not in m:
         r.error(m.line, f"{field}.shape" if field else "shape", "missing required key 'shape'")
+    if need_mass and ok and shapes:      # (a graspable object: obstacles may be rooms)
+        _size_warning(r, m, field, shapes, OBJECT_WARN_EXTENT, f"object '{name}'")
     shape = _mass_shape(shapes, ok)
     inertial = _read_inertial(r, m, field, shape, required=need_mass) if shape is not None or need_mass else None
     return Object(name, file, shapes, inertial, _read_material(r, m, field), _read_color(r, m, field),
@@ -815,6 +819,37 @@ def _model_file(r: Reader, m: YMap, f: str, base: Path, what: str) -> Path | Non
         r.error(m.line_of("file"), f"{f}.file", f"{what} files must end in {', '.join(ok)}")
         return None
     return _named_file(r, fname, base, m.line_of("file"), f"{f}.file")
+
+
+#: (m) a robot link or a graspable object wider than this in a file whose lengths are metres is named in
+#: a warning: a file written in millimetres without ``units: {length: mm}`` makes a 90 mm palm 90 m
+LINK_WARN_EXTENT = 3.0
+OBJECT_WARN_EXTENT = 2.0
+
+
+def _extent(shape: Shape) -> float:
+    """A shape's largest extent (m): a mesh's bounding box, a primitive's size."""
+    if shape.mesh is not None:
+        return float(np.ptp(shape.vertices, axis=0).max()) if len(shape.vertices) else 0.0
+    sz = shape.size
+    return {"box": max(sz), "sphere": 2.0 * sz[0], "cylinder": max(2.0 * sz[0], sz[1]),
+            "capsule": max(2.0 * sz[0], sz[1] + 2.0 * sz[0])}.get(shape.kind, 0.0)
+
+
+def _size_warning(r: Reader, m: YMap, field: str, shapes: tuple, limit: float, what: str) -> None:
+    """A warning when a shape of ``what`` is wider than ``limit`` in a file whose lengths are metres."""
+    if r.length_scale != 1.0:
+        return
+    ext = max(_extent(sh) for sh in shapes)
+    if ext > limit:
+        import warnings
+
+        from ..errors import ModelWarning
+
+        key = "shapes" if "shapes" in m else "shape"
+        warnings.warn(ModelWarning(f"{r.file}:{m.line_of(key)}: {field + '.' if field else ''}{key}: {what} is {ext:.3g} m "
+                                   f"across; lengths are in metres unless the file says units: {{length: mm}}"),
+                      stacklevel=3)
 
 
 def _turn_warning(r: Reader, line, field: str, values) -> None:
