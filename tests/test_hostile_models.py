@@ -640,7 +640,7 @@ def test_a_millimetre_file_without_units_is_named_by_its_size(tmp_path):
         graspsim.load_world(w)
     r = tmp_path / "r.yaml"
     r.write_text("robot: r\nlinks:\n  - {name: base, shape: {box: [50, 50, 50]}, mass: 0.5}\n")
-    with pytest.warns(ModelWarning, match=r"r.yaml:3: links\[0\].shape: link 'base' is 50 m across"):
+    with pytest.warns(ModelWarning, match=r"r.yaml: links over 3 m across: 'base' 50 m \(line 3\); lengths are in metres"):
         graspsim.load_robot(r)
     o.write_text("object: part\nunits: {length: mm}\nshape: {box: [50, 50, 50]}\nmass: 0.2\n")
     with warnings.catch_warnings():

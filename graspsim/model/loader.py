@@ -427,6 +427,7 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
     # links
     links: list[Link] = []
     link_lines: dict[str, int] = {}
+    big_links: list = []            # (name, line, extent m): over LINK_WARN_EXTENT in a metre file
     seq = r.sequence(top.get("links"), "links", top.line_of("links")) if "links" in top else None
     for i, lm in enumerate(_count(r, seq, "links", top.line_of("links"), B.MAX_LINKS, "links")):
         f = f"links[{i}]"
@@ -439,11 +440,19 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
             r.error(lm.line_of("name"), f"{f}.name", f"duplicate link name '{lname}' (first at line {link_lines[lname]})")
         link_lines[lname] = lm.line_of("name")
         shapes, smats, ok = _read_shapes(r, lm, f, base)
-        if ok and shapes:
-            _size_warning(r, lm, f, shapes, LINK_WARN_EXTENT, f"link '{lname}'")
+        if ok and shapes and r.length_scale == 1.0 and (ext := max(_extent(sh) for sh in shapes)) > LINK_WARN_EXTENT:
+            big_links.append((lname, lm.line, ext))
         inertial = _read_inertial(r, lm, f, _mass_shape(shapes, ok), required=True)
         links.append(Link(lname, shapes, inertial or Inertial(1.0, _ro(np.zeros(3)), _ro(np.eye(3))),
                           _read_material(r, lm, f), _read_color(r, lm, f), shape_materials=smats))
+    if big_links:       # one line for the robot (a file in millimetres makes every link huge)
+        import warnings
+
+        from ..errors import ModelWarning
+
+        each = ", ".join(f"'{n}' {e:.3g} m (line {ln})" for n, ln, e in big_links)
+        warnings.warn(ModelWarning(f"{r.file}: links over {LINK_WARN_EXTENT:g} m across: {each}; lengths are in "
+                                   f"metres unless the file says units: {{length: mm}}"), stacklevel=3)
     if seq is not None and not links:
         r.error(top.line_of("links"), "links", "a robot needs at least one link")
     link_index = {l.name: i for i, l in enumerate(links)}
@@ -831,9 +840,16 @@ def _extent(shape: Shape) -> float:
     """A shape's largest extent (m): a mesh's bounding box, a primitive's size."""
     if shape.mesh is not None:
         return float(np.ptp(shape.vertices, axis=0).max()) if len(shape.vertices) else 0.0
-    sz = shape.size
-    return {"box": max(sz), "sphere": 2.0 * sz[0], "cylinder": max(2.0 * sz[0], sz[1]),
-            "capsule": max(2.0 * sz[0], sz[1] + 2.0 * sz[0])}.get(shape.kind, 0.0)
+    sz, k = shape.size, shape.kind
+    if k == "box":
+        return float(max(sz))
+    if k == "sphere":
+        return 2.0 * sz[0]
+    if k == "cylinder":
+        return max(2.0 * sz[0], sz[1])
+    if k == "capsule":
+        return sz[1] + 2.0 * sz[0]
+    return 0.0
 
 
 def _size_warning(r: Reader, m: YMap, field: str, shapes: tuple, limit: float, what: str) -> None:
