@@ -10,12 +10,13 @@ import contextvars
 import functools
 import math
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from .. import spatial
-from ..errors import ModelError, quote
+from ..errors import ModelError, ModelWarning, quote
 from ..geometry import MESH_SUFFIXES, PRIMITIVES, Shape, load_mesh_shape, make_primitive
 from . import bounds as B
 from .description import (DOF, FIXED, PRISMATIC, REVOLUTE, BodyInstance, Inertial, Joint, Link, Object,
@@ -446,10 +447,6 @@ def load_robot(path: str | Path, *, _data=None) -> Robot:
         links.append(Link(lname, shapes, inertial or Inertial(1.0, _ro(np.zeros(3)), _ro(np.eye(3))),
                           _read_material(r, lm, f), _read_color(r, lm, f), shape_materials=smats))
     if big_links:       # one line for the robot (a file in millimetres makes every link huge)
-        import warnings
-
-        from ..errors import ModelWarning
-
         each = ", ".join(f"'{n}' {e:.3g} m (line {ln})" for n, ln, e in big_links)
         warnings.warn(ModelWarning(f"{r.file}: links over {LINK_WARN_EXTENT:g} m across: {each}; lengths are in "
                                    f"metres unless the file says units: {{length: mm}}"), stacklevel=3)
@@ -858,10 +855,6 @@ def _size_warning(r: Reader, m: YMap, field: str, shapes: tuple, limit: float, w
         return
     ext = max(_extent(sh) for sh in shapes)
     if ext > limit:
-        import warnings
-
-        from ..errors import ModelWarning
-
         key = "shapes" if "shapes" in m else "shape"
         warnings.warn(ModelWarning(f"{r.file}:{m.line_of(key)}: {field + '.' if field else ''}{key}: {what} is {ext:.3g} m "
                                    f"across; lengths are in metres unless the file says units: {{length: mm}}"),
@@ -871,10 +864,6 @@ def _size_warning(r: Reader, m: YMap, field: str, shapes: tuple, limit: float, w
 def _turn_warning(r: Reader, line, field: str, values) -> None:
     """A revolute joint's limits beyond one turn in a file whose angles are radians: legal (a
     multi-turn joint), but ``limits: [0, 90]`` meant in degrees is the usual reason."""
-    import warnings
-
-    from ..errors import ModelWarning
-
     shown = ", ".join(f"{v:g}" for v in values)
     big = max(values, key=abs)
     warnings.warn(ModelWarning(f"{r.file}:{line}: {field}: [{shown}] rad reach beyond one turn; angles are in "
