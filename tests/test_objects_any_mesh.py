@@ -58,6 +58,7 @@ def test_an_inertia_no_mass_inside_the_shape_can_give_is_replaced(name, side, ma
     uniform inertia m a^2 / 6 is used, and the note says why."""
     obj = graspsim.load_object(Path(pybullet_data.getDataPath()) / name)
     assert obj.inertial.mass == mass
+    assert obj.name == name[:-len(".urdf")]       # its <robot name> is the file name "cube.urdf"
     np.testing.assert_allclose(obj.inertial.inertia, np.eye(3) * mass * side ** 2 / 6, rtol=1e-12, atol=1e-18)
     assert f"would have to lie {np.sqrt(1.0 / mass):.3g} m" in obj.mass_note
     assert f"the shape reaches {side * np.sqrt(3) / 2:.3g} m" in obj.mass_note

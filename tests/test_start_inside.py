@@ -154,7 +154,7 @@ def test_a_batch_names_objects_in_a_data_package_and_the_panda_starts_open(tmp_p
     db = tmp_path / "b.sqlite"
     run_batch(cfg, db, progress="off")
     rows = read_results(db)
-    assert [r["object"] for r in rows] == ["cube.urdf", "c2"]
+    assert [r["object"] for r in rows] == ["cube_small", "c2"]     # (its <robot name> is "cube.urdf")
     for r in rows:
         assert r["status"] == "ok" and r["force_closure"] == 1
         (q,) = json_dofs(r["dofs"])

@@ -224,5 +224,9 @@ def urdf_object(path: str | Path, *, name: str | None = None, mass: float | None
         except ValueError:
             rgba = None
     nm = name or root.attrs.get("name") or link.attrs.get("name") or path.stem
+    if not name and nm.lower().endswith((".urdf", ".xml")):
+        # a file name left in <robot name=...> (pybullet_data's cube_small, duck_vhacd and mug all say
+        # "cube.urdf"): the file's own stem names the object, so two of them differ in a batch
+        nm = path.stem
     return Object(nm, str(path), shapes, inertial, material or DEFAULT_MATERIAL,
                   rgba if rgba and len(rgba) == 3 else DEFAULT_COLOR, mass_note=note)
