@@ -101,7 +101,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     v.add_argument("--no-collisions", action="store_true",
                    help="skip the check that a world's bodies do not start inside each other (FCL, ~0.5 s)")
     v.set_defaults(func=_cmd_validate)
-    i = sub.add_parser("info", help="print a world's robots (DOFs with limits), bodies, masses and materials")
+    i = sub.add_parser("info", help="print a world's robots (DOFs with limits), bodies, masses, materials and bounds")
     i.add_argument("world", metavar="WORLD")
     i.set_defaults(func=_cmd_info)
     if command in ("validate", "info"):

@@ -90,6 +90,27 @@ class Shape:
         own = r + 0.5 * length if self.kind == "capsule" else float(np.hypot(r, 0.5 * length))
         return float(np.linalg.norm(self.X_LS[:3, 3] - point)) + own
 
+    def world_bounds(self, X_WL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The shape's axis-aligned bounds (lo (3,), hi (3,)) in W (m), its owner at ``X_WL``: exact
+        (a mesh's vertices, a box's corners, a round primitive's closed form); no tessellation."""
+        X = np.asarray(X_WL, dtype=float) @ self.X_LS
+        R, c = X[:3, :3], X[:3, 3]
+        if self.mesh is not None or self.kind == "box":
+            if self.mesh is not None:
+                V = self.vertices
+            else:
+                V = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * (0.5 * np.asarray(self.size))
+            P = V @ R.T + c
+            return P.min(axis=0), P.max(axis=0)
+        r = self.size[0]
+        if self.kind == "sphere":
+            return c - r, c + r
+        a = R[:, 2] * (0.5 * self.size[1])            # half the axis (cylinder, capsule: along S's z)
+        lo, hi = np.minimum(c - a, c + a), np.maximum(c - a, c + a)
+        # a capsule's caps reach r every way; a cylinder's rim r sqrt(1 - axis_i^2) along axis i
+        e = np.full(3, r) if self.kind == "capsule" else r * np.sqrt(np.clip(1.0 - R[:, 2] ** 2, 0.0, 1.0))
+        return lo - e, hi + e
+
     @property
     def bounding_radius(self) -> float:
         """Largest distance (m) from the shape frame origin to the surface."""

@@ -357,7 +357,8 @@ class World:
             spatial.check_rigid(X, f"body '{inst.name}': pose")
 
     def summary(self) -> str:
-        """A human-readable description: robots and DOFs with limits, bodies, masses, materials."""
+        """A human-readable description: robots and DOFs with limits, bodies, masses, materials and
+        each body's world bounds (m)."""
         lines = [f"world '{self.name}' ({self.description.file})",
                  f"  gravity [{', '.join(f'{g:g}' for g in self.description.gravity)}] m/s^2, dt {self.description.dt * 1e3:g} ms, "
                  f"contact threshold {self.description.contact_threshold * 1e3:g} mm"]
@@ -386,6 +387,13 @@ class World:
             note = b.instance.obj.mass_note if b.dynamic else ""
             lines.append(f"  body '{b.name}': {m}, {b.material}, at [{p[0]:.4g}, {p[1]:.4g}, {p[2]:.4g}] m"
                          + (f" ({note})" if note else ""))
+            shapes = b.instance.obj.shapes
+            if shapes:      # where it reaches (an object standing on a table starts at the table's top)
+                bounds = [sh.world_bounds(b.pose) for sh in shapes]
+                lo = np.min([x[0] for x in bounds], axis=0) + 0.0
+                hi = np.max([x[1] for x in bounds], axis=0) + 0.0
+                lines.append("    spans " + ", ".join(f"{ax} [{lo[i]:.4g}, {hi[i]:.4g}]" for i, ax in enumerate("xyz"))
+                             + " m")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
