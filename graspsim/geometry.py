@@ -74,16 +74,22 @@ class Shape:
         X = X_WL @ self.X_LS
         return self.vertices @ X[:3, :3].T + X[:3, 3]
 
+    def _corners(self) -> np.ndarray | None:
+        """The points (n, 3) in S whose hull is the shape: a mesh's vertices, a box's 8 corners;
+        None for a round primitive."""
+        if self.mesh is not None:
+            return self.vertices
+        if self.kind == "box":
+            return np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * (0.5 * np.asarray(self.size))
+        return None
+
     def reach(self, point) -> float:
         """The largest distance (m) from ``point`` (owner frame L) to a point of the shape: exact for
         a mesh and a box, an upper bound for the round primitives (their centre's distance plus
         their own reach); no tessellation."""
         point = np.asarray(point, dtype=float)
-        if self.mesh is not None or self.kind == "box":
-            if self.mesh is not None:
-                V = self.vertices
-            else:
-                V = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * (0.5 * np.asarray(self.size))
+        V = self._corners()
+        if V is not None:
             V = V @ self.X_LS[:3, :3].T + self.X_LS[:3, 3]
             return float(np.sqrt(((V - point) ** 2).sum(1).max()))
         r, length = (self.size[0], 0.0) if self.kind == "sphere" else self.size
@@ -95,11 +101,8 @@ class Shape:
         (a mesh's vertices, a box's corners, a round primitive's closed form); no tessellation."""
         X = np.asarray(X_WL, dtype=float) @ self.X_LS
         R, c = X[:3, :3], X[:3, 3]
-        if self.mesh is not None or self.kind == "box":
-            if self.mesh is not None:
-                V = self.vertices
-            else:
-                V = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * (0.5 * np.asarray(self.size))
+        V = self._corners()
+        if V is not None:
             P = V @ R.T + c
             return P.min(axis=0), P.max(axis=0)
         r = self.size[0]

@@ -22,12 +22,11 @@ Dask tasks receive, and :meth:`BatchConfig.config_hash` identifies the run for `
 """
 from __future__ import annotations
 
-import os
-
 import copy
 import hashlib
 import json
 import math
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,8 +218,8 @@ def _resolve(base: Path, name: str) -> Path:
 
 def _not_found(what: str, name: str, p: Path) -> str:
     """The problem text for a file a batch file names that is not there."""
-    if has_scheme(name):
-        return f"{what} '{name}' not found ({resolve_model_file(name, p)[1].split(': ', 1)[-1]})"
+    if has_scheme(name):        # (resolve_model_file's own words: the package is missing, or the file)
+        return f"{what} {resolve_model_file(name, p)[1]}"
     return f"{what} '{name}' not found ({p})"
 
 

@@ -101,12 +101,12 @@ def expand_object_set(r: Reader, m: YMap, field: str, base: Path) -> list[Path]:
                 "(pip install pybullet)")
         return []
     if has_scheme(text):     # NAME://pattern: inside an installed data package, as file names
-        root = data_package_path(text.split("://", 1)[0] + "://")
-        if root is None:
+        inside = data_package_path(text)
+        if inside is None:
             r.error(m.line_of(kind), f"{field}.{kind}", f"'{raw}': the Python package "
                     f"'{text.split('://', 1)[0]}' is not installed")
             return []
-        text = str(root / text.split("://", 1)[1].lstrip("/"))
+        text = str(inside)
     pattern = Path(text) if Path(text).is_absolute() else base / text
     if kind == "glob":
         files = sorted(Path(p) for p in _glob.glob(str(pattern), recursive=True)

@@ -155,10 +155,8 @@ class Reader:
         lo, hi, unit, low_open = bounds
         if (v > lo if low_open else v >= lo) and v <= hi:
             return True
-        hint = ""
-        if unit == "rad" and self.angle_scale == 1.0 and lo <= math.radians(v) <= hi:
-            # (in degrees it would fit: the usual slip in a file whose angles are radians)
-            hint = f"; angles are in radians unless the file says units: {{angle: deg}} (or write '{v:g} deg')"
+        # (in degrees it would fit: the usual slip in a file whose angles are radians)
+        hint = degrees_hint(v) if unit == "rad" and self.angle_scale == 1.0 and lo <= math.radians(v) <= hi else ""
         self.error(line, field, f"must be within {describe(bounds)}, got {v:g}{' ' + unit if unit else ''}{hint}")
         return False
 
@@ -227,6 +225,11 @@ class Reader:
         return 1.0
 
     # -- units and poses ---------------------------------------------------------------------
+    def unit_name(self, unit: str) -> str:
+        """The name of the file's ``unit`` ("length" or "angle"): 'mm', 'deg', ..."""
+        table, scale = (ANGLE_UNITS, self.angle_scale) if unit == "angle" else (LENGTH_UNITS, self.length_scale)
+        return next((k for k, v in table.items() if v == scale), "")
+
     def read_units(self, m: YMap) -> None:
         """Top-level ``units: mm`` or ``units: {length: mm, angle: deg}`` (default m and rad)."""
         if "units" not in m:
@@ -280,6 +283,11 @@ class Reader:
                                f"quaternion [w, x, y, z] must have unit length, has {n:.6g}")
                 R = spatial.quat_to_matrix(q / n)
         return spatial.transform(R, xyz if xyz is not None else np.zeros(3))
+
+
+def degrees_hint(v: float) -> str:
+    """What to add to a message about the angle ``v`` read as radians that fits in degrees."""
+    return f"; angles are in radians unless the file says units: {{angle: deg}} (or write '{v:g} deg')"
 
 
 def _join(field: str, key: str) -> str:

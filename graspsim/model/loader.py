@@ -21,7 +21,7 @@ from ..geometry import MESH_SUFFIXES, PRIMITIVES, Shape, load_mesh_shape, make_p
 from . import bounds as B
 from .description import (DOF, FIXED, PRISMATIC, REVOLUTE, BodyInstance, Inertial, Joint, Link, Object,
                           Robot, RobotInstance, World)
-from .fields import Reader, text_problem
+from .fields import Reader, degrees_hint, text_problem
 from .materials import MaterialTable
 from .readonly import ReadOnlyDict
 from .urdf_side import is_urdf, load_side_file, load_urdf_robot
@@ -834,19 +834,9 @@ OBJECT_WARN_EXTENT = 2.0
 
 
 def _extent(shape: Shape) -> float:
-    """A shape's largest extent (m): a mesh's bounding box, a primitive's size."""
-    if shape.mesh is not None:
-        return float(np.ptp(shape.vertices, axis=0).max()) if len(shape.vertices) else 0.0
-    sz, k = shape.size, shape.kind
-    if k == "box":
-        return float(max(sz))
-    if k == "sphere":
-        return 2.0 * sz[0]
-    if k == "cylinder":
-        return max(2.0 * sz[0], sz[1])
-    if k == "capsule":
-        return sz[1] + 2.0 * sz[0]
-    return 0.0
+    """A shape's largest extent (m) in its owner's frame."""
+    lo, hi = shape.world_bounds(np.eye(4))
+    return float((hi - lo).max())
 
 
 def _size_warning(r: Reader, m: YMap, field: str, shapes: tuple, limit: float, what: str) -> None:
@@ -865,10 +855,8 @@ def _turn_warning(r: Reader, line, field: str, values) -> None:
     """A revolute joint's limits beyond one turn in a file whose angles are radians: legal (a
     multi-turn joint), but ``limits: [0, 90]`` meant in degrees is the usual reason."""
     shown = ", ".join(f"{v:g}" for v in values)
-    big = max(values, key=abs)
-    warnings.warn(ModelWarning(f"{r.file}:{line}: {field}: [{shown}] rad reach beyond one turn; angles are in "
-                               f"radians unless the file says units: {{angle: deg}} (or write '{big:g} deg')"),
-                  stacklevel=2)
+    warnings.warn(ModelWarning(f"{r.file}:{line}: {field}: [{shown}] rad reach beyond one turn"
+                               + degrees_hint(max(values, key=abs))), stacklevel=2)
 
 
 def _load_cached(cache: dict, loader, p: Path, **kw):
@@ -1004,13 +992,9 @@ def load_world(path: str | Path, *, _data=None) -> World:
                 if not (lo - 1e-9 <= v <= hi + 1e-9):
                     # in the world file's units, as the value was written (+ 0.0: no "-0")
                     sc = r.angle_scale if unit == "angle" else r.length_scale
-                    u = {1.0: "rad", math.pi / 180.0: "deg"}.get(sc, "") if unit == "angle" else \
-                        {1.0: "m", 1e-3: "mm", 1e-2: "cm"}.get(sc, "")
-                    hint = ("; angles are in radians unless the file says units: {angle: deg} (or write "
-                            f"'{v:g} deg')" if unit == "angle" and sc == 1.0 and lo - 1e-9 <= math.radians(v) <= hi + 1e-9
-                            else "")
+                    fits = unit == "angle" and sc == 1.0 and lo - 1e-9 <= math.radians(v) <= hi + 1e-9
                     r.error(dm.line_of(dn), f"{f}.dofs.{dn}", f"value {v / sc + 0.0:g} outside the DOF limits "
-                            f"[{lo / sc + 0.0:g}, {hi / sc + 0.0:g}] {u}{hint}")
+                            f"[{lo / sc + 0.0:g}, {hi / sc + 0.0:g}] {r.unit_name(unit)}{degrees_hint(v) if fits else ''}")
                     continue
                 init[k] = v
         rnames[rname] = len(robots)
