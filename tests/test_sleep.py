@@ -12,7 +12,7 @@ import pytest
 import graspsim
 from graspsim import spatial
 from graspsim.control import PDController
-from graspsim.dynamics import Simulator
+from graspsim.dynamics import DriveCommand, Simulator
 from graspsim.dynamics.sleep import Asleep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -357,3 +357,46 @@ def test_contact_count_counts_the_sleeping_objects_contacts_too(tmp_path):
         sim.step(ctl)
         assert sim.contact_count == (0 if sim.contacts is None else len(sim.contacts))
     assert sim.sleeping_bodies and sim.contact_count == len(sim.contacts) > 0
+
+
+class _HoldTorque:
+    """A pure-torque controller (DriveCommand.torques: no PD, effort limit inf) that holds the
+    gripper's fingers open against nothing."""
+
+    def command(self, sim):
+        return DriveCommand.torques(np.zeros(len(sim.dof_names)))
+
+
+def test_a_pure_torque_command_is_saved_and_restored_bit_for_bit():
+    """The last command in the data block (the rest test's, and a sleeping world's) is a stacked
+    command whose effort row is inf for DriveCommand.torques: restore_state takes it back, awake
+    and asleep, and the replay is bit for bit; a NaN in it is still refused."""
+    sim = Simulator(_gripper_world())
+    ctl = _HoldTorque()
+    for _ in range(20):
+        sim.step(ctl)
+    assert np.isinf(sim.save_state().data.rest[1][5]).all()
+    saved = sim.save_state()
+
+    def replay():
+        out = []
+        for _ in range(400):
+            info = sim.step(ctl)
+            out.append((info.asleep, sim.state.c.copy(), sim.state.v.copy()))
+        return out
+
+    first = replay()
+    assert first[-1][0] and not first[0][0]           # fell asleep under the torque command
+    asleep = sim.save_state()
+    assert np.isinf(asleep.data.asleep.command[5]).all()
+    sim.restore_state(saved)
+    second = replay()
+    for (a1, *x1), (a2, *x2) in zip(first, second):
+        assert a1 == a2 and all(np.array_equal(p, q) for p, q in zip(x1, x2))
+    sim.restore_state(asleep)
+    assert sim.asleep and sim.step(ctl).asleep
+    bad = sim.save_state()
+    bad.data.rest[1] = bad.data.rest[1].copy()
+    bad.data.rest[1][0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"data\.rest must be"):
+        sim.restore_state(bad)

@@ -270,12 +270,17 @@ def _check_sleep(sim: Simulator, data, bad) -> None:
     def impulses(a) -> bool:
         return isinstance(a, np.ndarray) and a.ndim == 2 and array(a, (len(a), 3))
 
+    def command(a) -> bool:          # a stacked command: its effort row may be inf (command_array's rule)
+        return (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == (6, nd)
+                and bool(RK.command_ok(a)))
+
     rest = getattr(data, "rest", None)
     if not (isinstance(rest, list) and len(rest) == 3 and isinstance(rest[0], float) and math.isfinite(rest[0])
-            and rest[0] >= 0 and (rest[1] is None or array(rest[1], (6, nd)))
+            and rest[0] >= 0 and (rest[1] is None or command(rest[1]))
             and (rest[2] is None or impulses(rest[2]))):
-        raise bad(f"rest must be [seconds at rest (finite float >= 0), the last command ((6, {nd}) finite "
-                  f"floats) or None, the last contact impulses ((k, 3) finite floats) or None]")
+        raise bad(f"rest must be [seconds at rest (finite float >= 0), the last command ((6, {nd}) floats: "
+                  f"q_ref, qd_ref, tau_ff, kp, kd finite, kp, kd, effort >= 0) or None, the last contact "
+                  f"impulses ((k, 3) finite floats) or None]")
     _check_sleeping_objects(sim, data, bad, array)
     a = getattr(data, "asleep", None)
     if a is None:
@@ -288,8 +293,8 @@ def _check_sleep(sim: Simulator, data, bad) -> None:
             raise bad(f"asleep.{name} must be {shape} finite floats")
     if not array(a.broken, (nd,), np.bool_):
         raise bad(f"asleep.broken must be ({nd},) bools")
-    if not (a.command is None or array(a.command, (6, nd))):
-        raise bad(f"asleep.command must be None or (6, {nd}) finite floats")
+    if not (a.command is None or command(a.command)):
+        raise bad(f"asleep.command must be None or a (6, {nd}) stacked command (effort may be inf)")
     k = 0 if a.contacts is None else len(a.contacts)
     if not (impulses(a.impulse) and len(a.impulse) == k):
         raise bad(f"asleep.impulse must be ({k}, 3) finite floats (one row per contact)")
