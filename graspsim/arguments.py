@@ -8,13 +8,23 @@ import numbers
 import os
 from pathlib import Path
 
+import numpy as np
+
+
+def real(name: str, value) -> float:
+    """``value`` as a float, from a number (not a bool: ``dt=True`` is no 1 s step; not a string:
+    the Python API takes numbers, the model files parse their own); ValueError naming ``name``."""
+    if not isinstance(value, (bool, np.bool_, str, bytes)):
+        try:
+            return float(value)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    raise ValueError(f"{name} must be a number, got {value!r}")
+
 
 def positive(name: str, value, *, zero: bool = False) -> float:
     """``value`` as a finite float > 0 (>= 0 with ``zero``); ValueError naming ``name``."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    x = real(name, value)
     if not (math.isfinite(x) and (x >= 0.0 if zero else x > 0.0)):
         raise ValueError(f"{name} must be a finite number {'>=' if zero else '>'} 0, got {value!r}")
     return x

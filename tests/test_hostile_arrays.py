@@ -276,6 +276,7 @@ def test_auto_grasp_and_lift_arguments_are_named(world):
             static_auto_grasp(w, "barrett", **kw)
     for kw, words in (({"timeout": float("nan")}, "timeout must be a finite number > 0"),
                       ({"timeout": -1.0}, "timeout must be a finite number > 0"),
+                      ({"timeout": True}, "timeout must be a number, got True"),     # (not 1 s)
                       ({"settle_speed": -1.0}, "settle_speed must be"),
                       ({"settle_time": float("inf")}, "settle_time must be a finite number >= 0")):
         with pytest.raises(ValueError, match=words):
@@ -283,7 +284,7 @@ def test_auto_grasp_and_lift_arguments_are_named(world):
     r = dynamic_auto_grasp(w, "barrett", obj="mug", timeout=0.05)
     t_end = r.sim.time
     for kw, words in (({"height": float("nan")}, "height must be"), ({"duration": 0}, "duration must be"),
-                      ({"hold": -1}, "hold must be a finite number >= 0"),
+                      ({"hold": -1}, "hold must be a finite number >= 0"), ({"height": "0.1"}, "height must be a number"),
                       ({"slip_tolerance": -1}, "slip_tolerance must be")):
         with pytest.raises(ValueError, match=words):
             lift_test(r, **kw)

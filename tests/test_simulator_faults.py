@@ -109,7 +109,8 @@ def world(descs, name):
 
 
 # ---------------------------------------------------------------------------- the issue's cases
-@pytest.mark.parametrize("dt", [float("inf"), float("nan"), 0.0, -2.5e-3, 1.5, 1e-13, "2 ms", None])
+@pytest.mark.parametrize("dt", [float("inf"), float("nan"), 0.0, -2.5e-3, 1.5, 1e-13, "2 ms", "0.001", True,
+                                np.True_, None])
 def test_a_step_outside_1_ps_to_1_s_is_refused_at_construction_and_later(descs, dt):
     if dt is None:
         with pytest.raises(ValueError, match="dt must be a number"):
@@ -371,6 +372,9 @@ def test_bad_simulator_parameters_are_named(descs, kw, msg):
     ("sleep", "yes", "sleep must be True or False"),
     ("sleep_speed", 1.0, "sleep_speed must be finite, > 0 and <= 0.1"),
     ("compiled_loop", "x", "compiled_loop must be None, True or False"),
+    # (a bool is no number: gamma = True was a gamma of 1; a string is no number in the Python API)
+    ("gamma", True, "gamma must be a number, got True"),
+    ("static_speed", "0.1", "static_speed must be a number, got '0.1'"),
 ])
 def test_parameters_set_between_steps_are_checked_as_at_construction(descs, name, value, msg):
     """A parameter set after construction goes through the constructor's check (plain attributes

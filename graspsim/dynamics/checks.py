@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import spatial
+from ..arguments import real
 from ..world import MAX_JOINT_VALUE
 from . import _rows_kernel as RK
 from .joints import row_template
@@ -41,10 +42,7 @@ JOINT_MAX = MAX_JOINT_VALUE
 
 def number(name: str, value, lo: float, hi: float, *, open_low: bool = False) -> float:
     """``value`` as a finite float in [lo, hi] ((lo, hi] with ``open_low``); ValueError naming ``name``."""
-    try:
-        x = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    x = real(name, value)
     if not (np.isfinite(x) and (lo < x <= hi if open_low else lo <= x <= hi)):
         rng = f"{'>' if open_low else '>='} {lo:g}" + ("" if hi == np.inf else f" and <= {hi:g}")
         raise ValueError(f"{name} must be finite, {rng}, got {value!r}")

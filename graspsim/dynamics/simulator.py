@@ -239,6 +239,11 @@ class SimState:
                         None if self.data is None else self.data.copy())
 
 
+class _Structure:
+    """Index arrays of one pattern of broken-away DOFs (``Simulator._structure``; attributes set there).
+    A module-level class, so that a simulator pickles with its cache."""
+
+
 @dataclass
 class StepInfo:
     """Diagnostics of the last step (also the per-stage timing when ``profile=True``)."""
@@ -1403,8 +1408,7 @@ class Simulator:
                         c_idx.append([jidx[k], jidx[0]]); c_coef.append([1.0, -rho])
                         c_kappa.append(off[k] - rho * off[0]); c_dof.append(d); c_lock.append(False)
 
-        class S:
-            pass
+        S = _Structure()
         S.P, S.drive_idx, S.drive_w = P, drive_idx, drive_w
         S.c_idx = np.array(c_idx, dtype=np.int64).reshape(-1, 2)
         S.c_coef = np.array(c_coef).reshape(-1, 2)
