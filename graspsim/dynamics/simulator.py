@@ -52,6 +52,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .. import spatial
+from .._malloc import keep_large_blocks
 from ..collision import kernels as CK
 from ..collision.impact import first_impact
 from ..collision.model import concat_contacts
@@ -432,6 +433,7 @@ class Simulator:
                  sleep_speed: float = SLEEP_SPEED, sleep_after: float = SLEEP_AFTER, compiled_loop: bool | None = None):
         if not isinstance(world, World):
             raise ValueError(f"Simulator needs a graspsim World (graspsim.load_world), got {type(world).__name__}")
+        keep_large_blocks()     # (once per process: a pile's MB-sized LCP temporaries without page faults)
         self.world = world
         desc = world.description
         try:
