@@ -85,7 +85,7 @@ def native_wrapper(counts: list[int], restypes: list):
         xs = [f"x{k}_{i}" for i in range(n)]
         params += [f"e{k}"] + xs
         scope[f"R{k}"] = restypes[k]
-        calls.append(f"call_native(e{k}, R{k}, ({', '.join(xs)},))")
+        calls.append(f"call_native(e{k}, R{k}, {', '.join(xs)})")
     src = f"def fused_native({', '.join(params)}):\n    return ({', '.join(calls)},)\n"
     exec(compile(src, "<fused_native>", "exec"), scope)
     return njit(cache=False)(scope["fused_native"])

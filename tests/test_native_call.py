@@ -30,7 +30,7 @@ ADDR, RESTYPE = native_entry(RK.mass_terms, ARGS)
 
 @njit(cache=False)
 def _through(addr, m, inertia, q, v, k, h):
-    return call_native(addr, RESTYPE, (m, inertia, q, v, k, h))
+    return call_native(addr, RESTYPE, m, inertia, q, v, k, h)
 
 
 def test_native_call_computes_what_the_kernel_computes():
@@ -90,7 +90,7 @@ register("tests.mass_terms", RK.mass_terms)
 @njit(cache=False)
 def _by_name(addr, m, inertia, q, v, k, h):
     # the return type from the registered kernel's own compile for these argument types
-    return call_native(addr, "tests.mass_terms", (m, inertia, q, v, k, h))
+    return call_native(addr, "tests.mass_terms", m, inertia, q, v, k, h)
 
 
 def test_a_registered_kernel_is_called_by_name():

@@ -44,7 +44,7 @@ def _penetrating(e_meet, e_overlap, Xs, pairs, bstart, bcount, P, svalid, MP, C,
     ok False where it would do more than the compiled queries (grow a buffer, test a nested pair
     or ask FCL about a cylinder)."""
     hit = np.zeros(pairs.shape[0], np.bool_)
-    k = call_native(e_meet, "meeting_pairs", (Xs, pairs, bstart, bcount, P, svalid, MP))
+    k = call_native(e_meet, "meeting_pairs", Xs, pairs, bstart, bcount, P, svalid, MP)
     if k > MP.shape[0]:
         return False, hit
     pair1 = np.empty((1, 2), np.int64)
@@ -58,7 +58,7 @@ def _penetrating(e_meet, e_overlap, Xs, pairs, bstart, bcount, P, svalid, MP, C,
         pair1[0, 0] = MP[r, 1]
         pair1[0, 1] = MP[r, 2]
         t1[0] = thr
-        _, first = call_native(e_overlap, "overlap_status", (Xs, Xs, pair1, t1, P, np.inf, thr, C, C2, cyl))
+        _, first = call_native(e_overlap, "overlap_status", Xs, Xs, pair1, t1, P, np.inf, thr, C, C2, cyl)
         sep = first[0]
         if sep != sep:
             return False, hit
@@ -140,7 +140,7 @@ def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bst
                 sp[j, 1] = bstart[fp[i, 1]]
                 T1[j] = Tf[i]
                 j += 1
-        st1, _ = call_native(e_overlap, "overlap_status", (X0s, X1s, sp, T1, P, pen_tol, max_thr, C, C2, cyl))
+        st1, _ = call_native(e_overlap, "overlap_status", X0s, X1s, sp, T1, P, pen_tol, max_thr, C, C2, cyl)
         j = 0
         for i in range(m):
             if Tf[i] < thick[i] and bcount[fp[i, 0]] == 1 and bcount[fp[i, 1]] == 1:
@@ -235,7 +235,7 @@ def _separation(e_overlap, Xs, pairs, bstart, bcount, P, C, C2, cyl, thr, pen_to
                 pair1[0, 0] = sa
                 pair1[0, 1] = sb
                 t1[0] = thr
-                _, f = call_native(e_overlap, "overlap_status", (Xs, Xs, pair1, t1, P, np.inf, thr, C, C2, cyl))
+                _, f = call_native(e_overlap, "overlap_status", Xs, Xs, pair1, t1, P, np.inf, thr, C, C2, cyl)
                 x = f[0]
                 if x != x:
                     return np.nan
@@ -285,14 +285,14 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
             break
         else:
             f = 0.5 * (lo_f + hi_f)
-        X = call_native(e_move, "trial_move", (c, q, v, f * h, X_static, table_index, com_L, parent, child, X_PJ,
-                                                X_CJ, axis, perp, kind, joint_q, cand, lo, hi, tol, False))[2]
+        X = call_native(e_move, "trial_move", c, q, v, f * h, X_static, table_index, com_L, parent, child, X_PJ,
+                        X_CJ, axis, perp, kind, joint_q, cand, lo, hi, tol, False)[2]
         for i in range(nk):
             for j in range(3):
                 for m in range(3):
                     X[kb[i], j, m] = Xa[i, j, m]
                 X[kb[i], j, 3] = (ca[i, j] + f * dc[i, j]) - Rc[i, j]
-        bad, Xs = call_native(e_frames, "shape_frames", (X, rigid_tol, shape_body, X_LS))
+        bad, Xs = call_native(e_frames, "shape_frames", X, rigid_tol, shape_body, X_LS)
         if bad >= 0:
             return False, 1.0
         if plain_frames:
@@ -341,12 +341,12 @@ def contacts_at(e_contacts, e_limit, Xs, cpairs, bstart, bcount, P, svalid, thr,
                 O_ab, O_v, O_s, cyl, max_points, region_cos):
     """Step 4 at shape poses ``Xs`` as ``CollisionModel.contacts`` gives it (region points limited):
     (ok, k, ab, v, s); ok False when the buffers are too small (the Python path grows them)."""
-    k, worst = call_native(e_contacts, "contacts_kernel", (Xs, cpairs, bstart, bcount, P, svalid, thr, cos_tol,
-                                                            region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl))
+    k, worst = call_native(e_contacts, "contacts_kernel", Xs, cpairs, bstart, bcount, P, svalid, thr, cos_tol,
+                           region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl)
     if worst > C.shape[0] or k > O_s.shape[0]:
         return False, 0, np.empty((4, 0), np.int64), np.empty((6, 0, 3)), np.empty(0)
     if 0 < max_points and max_points < k:
-        k = call_native(e_limit, "limit_regions_in_place", (O_ab, O_v, O_s, k, max_points, region_cos))
+        k = call_native(e_limit, "limit_regions_in_place", O_ab, O_v, O_s, k, max_points, region_cos)
     return True, k, O_ab[:, :k].copy(), O_v[:, :k].copy(), O_s[:k].copy()
 
 
@@ -376,8 +376,8 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
     / separation); the contacts only with code OK; with code CUT the fraction of the move to take
     (the first contact, :func:`localize`)."""
     c1, q1, X, o, o_c, R, R_c, ax, pp, jq, crossed, X0 = call_native(
-        e_move, "trial_move", (c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis,
-                               perp, kind, joint_q, cand, lo, hi, tol, True))
+        e_move, "trial_move", c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind,
+        joint_q, cand, lo, hi, tol, True)
     ab = np.empty((4, 0), np.int64)
     vv = np.empty((6, 0, 3))
     s = np.empty(0)
@@ -396,18 +396,18 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
     n = pairs.shape[0]
     T = np.empty(n)
     lb = np.empty(n)
-    fail = call_native(e_screen, "screen_pairs", (X0, bX, pairs, blo, bhi, vel, radius, h, thr, T, lb))
+    fail = call_native(e_screen, "screen_pairs", X0, bX, pairs, blo, bhi, vel, radius, h, thr, T, lb)
     for i in range(kb.shape[0]):
         for j in range(6):
             vel[kb[i], j] = 0.0
-    bad, Xs = call_native(e_frames, "shape_frames", (X, rigid_tol, shape_body, X_LS))
+    bad, Xs = call_native(e_frames, "shape_frames", X, rigid_tol, shape_body, X_LS)
     if bad >= 0:
         return BAD_POSE, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
     if plain_frames:
         Xs = X
     if fail.shape[0]:
         # the pairs the screen left: the impact search's compiled checks (first_impact), else step()
-        bad0, X0s = call_native(e_frames, "shape_frames", (X0, rigid_tol, shape_body, X_LS))
+        bad0, X0s = call_native(e_frames, "shape_frames", X0, rigid_tol, shape_body, X_LS)
         if plain_frames:
             X0s = X0
         if bad0 >= 0:
@@ -462,7 +462,7 @@ def deep_pairs_old(e_meet, e_overlap, X0, Xs, ab, sep, rigid_tol, shape_body, X_
                 dp[nd, 0] = ab[0, i]
                 dp[nd, 1] = ab[1, i]
                 nd += 1
-    bad0, X0s = call_native(e_frames, "shape_frames", (X0, rigid_tol, shape_body, X_LS))
+    bad0, X0s = call_native(e_frames, "shape_frames", X0, rigid_tol, shape_body, X_LS)
     if plain_frames:
         X0s = X0
     if bad0 >= 0:
@@ -628,8 +628,8 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
         # the Python path's own checks (its errors name what is wrong)
         # (Simulator._check_steppable's test: the same kernel, 1-row views of the joint arrays)
         jq2 = jq.reshape((1, jq.shape[0]))
-        if not (t + h > t and call_native(e_finite, "all_finite", (c, q, v))
-                and call_native(e_finite, "all_finite", (jq2, lock.reshape((1, lock.shape[0])), jq2))):
+        if not (t + h > t and call_native(e_finite, "all_finite", c, q, v)
+                and call_native(e_finite, "all_finite", jq2, lock.reshape((1, lock.shape[0])), jq2)):
             code = PYTHON
             why = W_STATE
             break
@@ -651,8 +651,8 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
             why = W_MOVED
             break
         if cmd_mode == CMD_PD:
-            A, ok = call_native(e_pd, "pd_command", (t, h, kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off,
-                                                      ps_t, ps_q))
+            A, ok = call_native(e_pd, "pd_command", t, h, kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off,
+                                ps_t, ps_q)
         else:
             A, ok = A_in, True
         if not ok:
@@ -683,9 +683,9 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
             if driven:      # the moving bases at the cut's end (Simulator._move), the move from there
                 place_bases(t + hs, h, X_static, kb, kX0, kdisp, kt0, kdur, kcom, Vk, Xa, kvel, True)
             c1, q1, X, o, o_c, R, R_c, ax, pp_, jq1, _, _ = call_native(
-                e_move, "trial_move", (c, q, v, frac * h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ,
-                                       axis, perp, kind, jq, cand, lo, hi, tol, False))
-            bad, Xs = call_native(e_frames, "shape_frames", (X, rigid_tol, shape_body, X_LS))
+                e_move, "trial_move", c, q, v, frac * h, X_static, table_index, com_L, parent, child, X_PJ, X_CJ,
+                axis, perp, kind, jq, cand, lo, hi, tol, False)
+            bad, Xs = call_native(e_frames, "shape_frames", X, rigid_tol, shape_body, X_LS)
             if plain:
                 Xs = X
             ok_c = bad < 0
@@ -715,13 +715,13 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
             mat, ma, mb = body_mat, ca, cb
         csep = sep if k else np.zeros(0)
         # (the argument tuple in parts: a literal of over ~30 items compiles to a list numba cannot type)
-        a1 = (X, com_L_all, slot, mass, gravity, ext, v, jq1, kind, parent, child, axis, o, o_c, R, R_c)
-        a2 = (ax, pp_, rj, rt, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef, c_kappa, c_dof)
-        a3 = (c_lock, c_hard, lock, kp_d, kd_d, visc_idx, visc, cand, lo, hi, tol, has_cmd, A, effort_max)
-        a4 = (ca, cb, cpoint, cnormal, ct1, ct2, csep, MS, MK, mat, ma, mb, driven, Vk if driven else no_V)
-        a5 = (h, hc, gamma, threshold, u, static_speed, lock_gain)
-        rows_b, jac, rhs, rcomp, sizes, hard_err, mu, kw, ne = call_native(e_asm, "assemble",
-                                                                           a1 + a2 + a3 + a4 + a5)
+        Vd = Vk if driven else no_V     # (no control flow inside a call of this many arguments: numba)
+        rows_b, jac, rhs, rcomp, sizes, hard_err, mu, kw, ne = call_native(
+            e_asm, "assemble", X, com_L_all, slot, mass, gravity, ext, v, jq1, kind, parent, child, axis, o, o_c, R,
+            R_c, ax, pp_, rj, rt, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef, c_kappa, c_dof,
+            c_lock, c_hard, lock, kp_d, kd_d, visc_idx, visc, cand, lo, hi, tol, has_cmd, A, effort_max,
+            ca, cb, cpoint, cnormal, ct1, ct2, csep, MS, MK, mat, ma, mb, driven, Vd,
+            h, hc, gamma, threshold, u, static_speed, lock_gain)
         bad_mu = False
         for i in range(mu.shape[0]):
             if mu[i] != mu[i]:
@@ -744,23 +744,23 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
             code = PYTHON
             why = W_TOUCHED
             break
-        labels, n_isl = call_native(e_isl, "islands", (comp, ncomp, sa, sb))
-        _m, Minv, aM = call_native(e_mass, "mass_terms", (mass, inertia_L, q1, v, kw, hs))
+        labels, n_isl = call_native(e_isl, "islands", comp, ncomp, sa, sb)
+        _m, Minv, aM = call_native(e_mass, "mass_terms", mass, inertia_L, q1, v, kw, hs)
         # the warm-start table as it was: a step left to the Python path starts from it
         keys0, used0, ta0, tb0, store0, meta0 = keys.copy(), used.copy(), ta.copy(), tb.copy(), store.copy(), \
             meta.copy()
-        b1 = (labels, n_isl, Minv, aM, rows_b, jac, rhs, rcomp, sizes, hard_err, mu, ca, cb, cpoint, cnormal)
-        b2 = (ct1, ct2, u, compliance, project, steps % 50 == 0, keys, used, ta, tb, store, meta, pa, pb, pp)
-        b3 = (pf, True, radius_match)
+        refresh = steps % 50 == 0
         (status, bad, m, piv, v_new, impulses, hard_impulse, dx, cflags, sizes_isl, pivots, keys, used, ta, tb,
-         store) = call_native(e_solve, "solve_islands", b1 + b2 + b3)
+         store) = call_native(e_solve, "solve_islands", labels, n_isl, Minv, aM, rows_b, jac, rhs, rcomp, sizes,
+                              hard_err, mu, ca, cb, cpoint, cnormal, ct1, ct2, u, compliance, project,
+                              refresh, keys, used, ta, tb, store, meta, pa, pb, pp, pf, True, radius_match)
         for i in range(nb):          # sleeping objects: free bodies without contacts; they stay
             if group[i] > 0:
                 for j in range(6):
                     v_new[i, j] = 0.0
-        c2, q2, finite, lin, ang, rest1, rested = call_native(
-            e_finish, "finish", (c1, q1, dx, v_new, bodies_rest, group, is_object, 0.0 if cut else h_rest,
-                                 lin_limit, ang_length, after))
+        h_fin = 0.0 if cut else h_rest
+        c2, q2, finite, lin, ang, rest1, rested = call_native(e_finish, "finish", c1, q1, dx, v_new, bodies_rest, group,
+                                                              is_object, h_fin, lin_limit, ang_length, after)
         leave = status != 0 or meta[0] > entries_max or not finite or (sleep and rested)
         if leave:
             why = W_SOLVER if status != 0 else W_TABLE if meta[0] > entries_max else W_FINITE if not finite \
@@ -845,8 +845,8 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
             rec_jq[done, i] = jq[i]
         done += 1
         if mon_on:
-            rates = call_native(e_rates, "joint_rates", (X_static, table_index, c, q, com_L, com_L_all, parent, child,
-                                                          X_PJ, X_CJ, axis, perp, kind, jq, slot, v))
+            rates = call_native(e_rates, "joint_rates", X_static, table_index, c, q, com_L, com_L_all, parent, child,
+                                X_PJ, X_CJ, axis, perp, kind, jq, slot, v)
             still_for = still_for + hs if settle_ok(t, jq, rates, mP, moff, mkp, msign, mstill, mfull, mq0, mq1, mt0,
                                                    mdur) else 0.0
             if still_for >= mhold - 1e-12:
