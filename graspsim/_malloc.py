@@ -2,9 +2,10 @@
 cost page faults every step.
 
 A pile's island LCP (hundreds of rows) allocates dense matrices of a few MB each step (the Lemke
-basis, its factors, the Schur complements).  glibc hands blocks over its mmap threshold (128 KB to
-start, raised as such blocks are freed) to the kernel on ``free`` and maps fresh zeroed pages on the
-next ``malloc``: every page of every such matrix is faulted in again each step.  On the peers' 20-box
+basis, its factors, the Schur complements).  glibc unmaps a freed block over its mmap threshold
+(128 KB to start, raised to the largest such block freed), and returns a freed heap top larger than
+its trim threshold (twice that) to the kernel; either way the next ``malloc`` gets fresh zeroed
+pages, and every page of every such matrix is faulted in again each step.  On the peers' 20-box
 drop that was 15-17 % of the compiled loop's samples (kernel page faults, cgroup charges, unmapping;
 ``benchmarks/profile_compiled.py --scene drop20``).  :func:`keep_large_blocks` raises glibc's mmap
 threshold to its maximum (32 MB) and its trim threshold to 256 MB: such blocks then come from the
