@@ -32,22 +32,27 @@ TRIM_THRESHOLD = 256 << 20
 _STATE: list = []       # [applied: bool] once decided
 
 
+def glibc() -> bool:
+    """Is this process's C library glibc (whose ``mallopt`` these thresholds are for; musl's does
+    nothing)?"""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return hasattr(ctypes.CDLL(None), "gnu_get_libc_version")
+    except OSError:
+        return False
+
+
 def keep_large_blocks() -> bool:
     """Set glibc's mmap and trim thresholds (once per process); True if they are set.  Nothing on
     other C libraries or with ``GRASPSIM_MALLOC=system``."""
     if _STATE:
         return _STATE[0]
     ok = False
-    if sys.platform.startswith("linux") and os.environ.get("GRASPSIM_MALLOC", "").strip().lower() != "system":
-        try:
-            libc = ctypes.CDLL(None)
-            version = getattr(libc, "gnu_get_libc_version", None)     # glibc only (musl's mallopt does nothing)
-            if version is not None:
-                mallopt = libc.mallopt
-                mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-                mallopt.restype = ctypes.c_int
-                ok = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
-        except (OSError, AttributeError):
-            ok = False
+    if glibc() and os.environ.get("GRASPSIM_MALLOC", "").strip().lower() != "system":
+        mallopt = ctypes.CDLL(None).mallopt
+        mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+        mallopt.restype = ctypes.c_int
+        ok = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
     _STATE.append(ok)
     return ok

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kinematics, spatial
+from .arguments import real
 from .model import description as d
 from .model.bodies import BodyTable, body_table
 
@@ -115,10 +116,7 @@ class RobotHandle(_Handle):
             for k, v in values.items():
                 if k not in self.description.dof_index:
                     raise KeyError(f"robot '{self.name}' has no DOF '{k}'; DOFs: {', '.join(self.dof_names)}")
-                try:
-                    new[self.description.dof_index[k]] = float(v)
-                except (TypeError, ValueError):
-                    raise ValueError(f"robot '{self.name}': DOF '{k}' must be a number, got {v!r}") from None
+                new[self.description.dof_index[k]] = real(f"robot '{self.name}': DOF '{k}'", v)
         else:
             new = _floats(values, f"robot '{self.name}': DOF values").reshape(-1)
             if new.shape != cur.shape:

@@ -501,6 +501,10 @@ def test_world_handles_refuse_attributes_that_set_nothing():
         w.bodies["mug"].mass = 3.0
     h.dof_values = [0.0, 0.1, 0.1, 0.1]
     assert np.array_equal(h.dof_values, [0.0, 0.1, 0.1, 0.1])
+    for v in (True, "0.5"):           # (a bool is no angle of 1 rad, a string no number)
+        with pytest.raises(ValueError, match=f"robot 'barrett': DOF 'f1' must be a number, got {v!r}"):
+            h.set_dofs({"f1": v})
+    assert np.array_equal(h.dof_values, [0.0, 0.1, 0.1, 0.1])
     for w2 in (pickle.loads(pickle.dumps(w)), copy.deepcopy(w)):
         assert np.array_equal(w2.robots["barrett"].dof_values, [0.0, 0.1, 0.1, 0.1])
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from graspsim._malloc import glibc
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: six 2 MB blocks filled and freed, 20 times: what one pile step's matrices do to the allocator
@@ -40,12 +42,7 @@ def _faults(env_value: str | None) -> tuple[bool, int]:
     return out[0] == "True", int(out[1])
 
 
-def _glibc() -> bool:
-    import ctypes
-    return sys.platform.startswith("linux") and hasattr(ctypes.CDLL(None), "gnu_get_libc_version")
-
-
-@pytest.mark.skipif(not _glibc(), reason="glibc's malloc only")
+@pytest.mark.skipif(not glibc(), reason="glibc's malloc only")
 def test_large_freed_blocks_are_reused_without_page_faults():
     """With glibc's defaults each cycle faults in every page of its 12 MB again (the freed heap top
     is trimmed and grown back): 6 x 2 MB / page size per cycle.  Kept in the heap: none."""
@@ -62,6 +59,8 @@ def test_a_simulator_sets_it_once_per_process():
     from graspsim import _malloc
     from graspsim.dynamics import Simulator
 
-    Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"))
-    assert _malloc._STATE == [_glibc() and os.environ.get("GRASPSIM_MALLOC", "") != "system"]
+    w = graspsim.load_world(ROOT / "worlds/barrett_mug.yaml")
+    _malloc._STATE.clear()          # (earlier tests' simulators decided it already; setting it again is harmless)
+    Simulator(w)
+    assert _malloc._STATE == [glibc() and os.environ.get("GRASPSIM_MALLOC", "") != "system"]
     assert _malloc.keep_large_blocks() is _malloc._STATE[0]      # decided once

@@ -518,6 +518,7 @@ def test_fuzz_poses(descs, name, which, kind, value, rpy, at):
     (lambda c: c.set_gains("barrett", "f1", kp=float("nan")), "kp must be finite"),
     (lambda c: c.set_gains("barrett", "f1", kd=-1.0), "kd must be finite and >= 0"),
     (lambda c: c.set_gains("barrett", "f1", effort=0.0), "effort must be finite and > 0"),
+    (lambda c: c.set_gains("barrett", "f1", kp=True), "barrett.f1: kp must be a number, got True"),   # (not 1)
 ])
 def test_controller_commands_are_checked_when_given(call, match):
     """A bad command to the PD controller is refused by the call that makes it, naming the DOF, and

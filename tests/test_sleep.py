@@ -360,8 +360,8 @@ def test_contact_count_counts_the_sleeping_objects_contacts_too(tmp_path):
 
 
 class _HoldTorque:
-    """A pure-torque controller (DriveCommand.torques: no PD, effort limit inf) that holds the
-    gripper's fingers open against nothing."""
+    """A pure-torque controller (DriveCommand.torques: no PD, effort limit inf) commanding zero
+    torque on every DOF."""
 
     def command(self, sim):
         return DriveCommand.torques(np.zeros(len(sim.dof_names)))

@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..arguments import real
 from ..dynamics.drives import DriveCommand
 from .trajectory import JointTrajectory, cartesian_line, joint_trajectory
 
@@ -86,10 +87,7 @@ class PDController:
         for name, v, strict in (("kp", kp, False), ("kd", kd, False), ("effort", effort, True)):
             if v is None:
                 continue
-            try:
-                v = float(v)
-            except (TypeError, ValueError):
-                raise ValueError(f"{robot}.{dof}: {name} must be a number, got {v!r}") from None
+            v = real(f"{robot}.{dof}: {name}", v)
             if not math.isfinite(v) or v < 0 or (strict and v == 0):
                 raise ValueError(f"{robot}.{dof}: {name} must be finite and {'> 0' if strict else '>= 0'}, got {v}")
         if kp is not None:
