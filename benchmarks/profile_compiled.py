@@ -19,7 +19,8 @@ the parent has recorded ``--seconds`` of samples:
   t = 2-3 s: ``step`` with the peers' Python PD (``scene_spec.pd_forces``, torques), ``rollout``
   with a compiled PD holding the same DOF values (needs the peers' folder, ``--peers-dir``).
 
-``--path step`` times ``Simulator.step`` (the Python stages), ``--path rollout`` the compiled loop.
+``--path step`` times ``Simulator.step`` (the Python stages), ``--path rollout`` the compiled loop,
+``--path rollout1`` the compiled loop called for one step at a time (a call's own cost).
 Prints the self time of each function (top ``--top``) and a summary by kind: reference counting of
 numba's arrays (``NRT_incref``/``NRT_decref``), allocation (numba's and libc's), the Python
 interpreter, numpy, numba's dispatch (typing and unboxing arguments), BLAS/libm and the compiled
@@ -126,6 +127,14 @@ def _scene(name: str, path: str, peers: Path):
         def block():
             sim.restore_state(saved)
             sim.rollout(200, ctl)
+    elif path == "rollout1":
+        sim.compiled_loop = True
+        sim.rollout(5, ctl)
+
+        def block():
+            sim.restore_state(saved)
+            for _ in range(200):
+                sim.rollout(1, ctl)
     else:
         def block():
             sim.restore_state(saved)
@@ -151,7 +160,7 @@ def child(a) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scene", default="peers_hold", choices=("mug_hold", "puma_grasp", "drop20", "peers_hold"))
-    ap.add_argument("--path", default="rollout", choices=("rollout", "step"))
+    ap.add_argument("--path", default="rollout", choices=("rollout", "rollout1", "step"))
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--core", type=int, default=1)
     ap.add_argument("--top", type=int, default=30)

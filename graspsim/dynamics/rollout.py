@@ -121,19 +121,23 @@ class CompiledLoop:
     """The compiled loop's constant arguments and kernel addresses for one simulator and controller."""
 
     def __init__(self, sim, controller):
-        from .simulator import LOCK_GAIN, MATCH_RADIUS
+        global _SimState, _StepInfo
+        from .simulator import H_FLOOR, LOCK_GAIN, MATCH_RADIUS, STALL_ADVANCE, STALL_STEPS, SimState, StepInfo
+
+        _SimState, _StepInfo = SimState, StepInfo        # (run's, imported once: not at every call)
 
         self.sim, self.ctl = sim, controller
         model = sim._collision_model()
         self.model = model
         s, js, ds = sim.state, sim.js, sim.ds
         st = sim._structure(s.broken)
-        self.broken = s.broken.copy()
+        self.broken = s.broken.tobytes()       # (bytes: compared every call, 10x faster than array_equal)
         bX, blo, bhi = body_boxes(model)
         plain = model._one_to_one and not model._offset
         body, X_LS = (CK.NO_SHAPES, CK.NO_FRAMES) if plain else (model._shape_body, model._X_LS)
         h = float(sim.dt)
         self.h = h
+        self.stall = (int(STALL_STEPS), float(STALL_ADVANCE * h), float(H_FLOOR))     # (CUTS's constants)
         self.TM = (sim._data.X_static, sim.bodies.table_index, sim.bodies.com_L, js.parent, js.child, js.X_PJ,
                    js.X_CJ, js.axis, js.perp, js.kind, st.limit_cand, st.lim_lo, st.lim_hi, st.lim_tol)
         # the contact search's pairs: while objects sleep, those that can touch anew (as step())
@@ -141,7 +145,7 @@ class CompiledLoop:
         # (then what the impact search's compiled checks of the pairs the screen leaves take)
         self.SC = (sim._vel_buf, bX, model.pairs, blo, bhi, sim._body_radius[0], float(model.threshold), cpairs,
                    sim._body_radius[1], model.data.MP, float(MAX_THRESHOLD))
-        self.group = sim._data.bodies_group.copy()
+        self.group = sim._data.bodies_group.tobytes()
         self.FR = (float(RIGID_TOL), body, X_LS, plain)
         d = model.data
         self.CKA = (model._bstart, model._bcount, model._P, model._svalid, float(model.cos_tol),
@@ -200,11 +204,11 @@ class CompiledLoop:
         """Are the constants still the simulator's (the same broken pattern, step length, buffers)?"""
         sim = self.sim
         d = self.model.data
-        return (self.E is not None and self._key() == self.key and np.array_equal(sim.state.broken, self.broken)
+        return (self.E is not None and self._key() == self.key and sim.state.broken.tobytes() == self.broken
                 and self.CKA[6] is d.C and self.CKA[10] is d.O_ab and self.SC[9] is d.MP
                 and self.TM[0] is sim._data.X_static
                 and self.FIN[0] is sim._data.bodies_group and self.FIN[6] is sim._data.bodies_pose
-                and np.array_equal(self.group, sim._data.bodies_group))
+                and sim._data.bodies_group.tobytes() == self.group)
 
     def _resolve(self) -> tuple:
         """The kernels' addresses for the argument types the loop passes (compiled or loaded first),
@@ -278,18 +282,14 @@ class CompiledLoop:
 
     def _cuts(self) -> tuple:
         """The loop's CUTS argument: the data block's run of cut steps, the stall guard's limits."""
-        from .simulator import H_FLOOR, STALL_ADVANCE, STALL_STEPS
-
         cuts = self.sim._data.cuts
-        return (int(cuts[0]), float(cuts[1]), int(STALL_STEPS), float(STALL_ADVANCE * self.sim.dt), float(H_FLOOR))
+        return (int(cuts[0]), float(cuts[1]), *self.stall)
 
     def run(self, n: int, rec: tuple, at: int, until: "Settle | None" = None) -> int:
         """Up to ``n`` steps into the record arrays ``rec`` (the fields of a
         :class:`~graspsim.dynamics.simulator.Rollout` in order) from row ``at``; the steps taken (the
         simulator's state, data block and step info updated as ``step`` would); ``until``: a
         :class:`Settle` test after each step, which ends the loop when it holds (updated)."""
-        from .simulator import SimState, StepInfo
-
         sim = self.sim
         if self.idle():
             return 0
@@ -303,7 +303,7 @@ class CompiledLoop:
         rest_imp = rest[2] if has_rest else np.zeros((0, 3))
         pa, pb, pp, pf = d.cwarm if d.cwarm is not None else sim._no_prev
         bodies_rest = d.bodies_rest
-        rt, rc, rq, rv, rj, rh, rk, rb = (r[at:] for r in rec)
+        rt, rc, rq, rv, rj, rh, rk, rb = rec if at == 0 else (r[at:] for r in rec)
         args = (self.E, n, float(s.time), self.h, s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps), self.TM, self.SC,
                 self.FR, self.CKA, self.PDA, self.CMD, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, self.KIN,
                 _NO_SETTLE if until is None else until.arrays(sim), self._cuts(), d.ext, *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq,
@@ -321,11 +321,12 @@ class CompiledLoop:
         ext0 = d.ext.copy()
         table0 = tuple(a.copy() for a in d.table())
         kb = self.KIN[0]
-        bases0 = d.X_static[kb]
+        bases0 = d.X_static[kb] if len(kb) else None
         try:
             out = SK.rollout_steps(*args)
         except ZeroDivisionError:      # a blow-up inside: the steps again through step(), which names it
-            d.X_static[kb] = bases0
+            if bases0 is not None:
+                d.X_static[kb] = bases0
             d.ext[:] = ext0
             d.set_table(*table0[:5])
             d.meta[:] = table0[5]
@@ -342,7 +343,7 @@ class CompiledLoop:
             until.still_for, until.settled = still_for, bool(settled)
         if d.bodies_contacts is not None:         # the sleeping objects' kept contacts count too
             rk[:done] += len(d.bodies_contacts[0])
-        sim._state = SimState(t, c, q, v, jq, s.broken.copy(), s.lock.copy(), steps)
+        sim._state = _SimState(t, c, q, v, jq, s.broken.copy(), s.lock.copy(), steps)
         d.cwarm = (pa, pb, pp, pf) if len(pa) else None
         d.cuts[0], d.cuts[1] = int(cuts0), float(cuts1)
         if sim.sleep:
@@ -352,7 +353,7 @@ class CompiledLoop:
         if k:
             cs = _contact_set((ab[0], ab[1], vv[0], vv[1], sep, vv[4], vv[5], vv[2], vv[3], ab[2], ab[3]),
                               sim.table.names)
-        sim.info = StepInfo(h=float(rh[done - 1]), fraction=float(frac), contacts=cs, contact_impulse=imp,
+        sim.info = _StepInfo(h=float(rh[done - 1]), fraction=float(frac), contacts=cs, contact_impulse=imp,
                             lcp_sizes=[m for m in sizes.tolist() if m > 0], pivots=int(piv), islands=int(nisl),
                             timing={})
         return done
