@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from .._borrow import borrow
 from .._jit import njit
 
 from .primitives import (FACE, VA, VC, EAB, add, axpy, closest_pt_seg, closest_pt_tri, closest_seg_seg,
@@ -1382,6 +1383,9 @@ def contacts_kernel(X, pairs, bstart, bcount, P, valid, thr, cos_tol, region_tol
     call again with more room),
     largest candidate count of one shape pair or body pair (may exceed len(C): likewise)).
     """
+    # the arrays every helper below takes, borrowed: no reference counting of the geometry's 29
+    # arrays per helper call, several calls per shape pair (graspsim._borrow; none is returned)
+    X, P, C, C2, C3, RS, O_ab, O_v, O_s = borrow((X, P, C, C2, C3, RS, O_ab, O_v, O_s))
     wlo, whi = world_aabbs(X, P[P_LO], P[P_HI], valid)
     k = 0
     worst = 0

@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from .._borrow import borrow
 from .._jit import njit
 from .._native import call_native
 
@@ -582,31 +583,34 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
     arrays; a settled step is the last taken)."""
     (e_move, e_screen, e_frames, e_contacts, e_limit, e_pd, e_asm, e_isl, e_mass, e_solve, e_finish, e_finite, e_meet,
      e_overlap, e_rates) = E
-    (X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, cand, lo, hi, tol) = TM
-    (vel, bX, pairs, blo, bhi, radius, thr, cpairs, thickness, MP, max_thr) = SC
-    (rigid_tol, shape_body, X_LS, plain) = FR
+    # the model's arrays and the buffers filled in place, borrowed (graspsim._borrow: no reference
+    # counting in the kernels they are passed to; none is returned: the returned arrays are the
+    # state, the table and the report, never borrowed)
+    (X_static, table_index, com_L, parent, child, X_PJ, X_CJ, axis, perp, kind, cand, lo, hi, tol) = borrow(TM)
+    (vel, bX, pairs, blo, bhi, radius, thr, cpairs, thickness, MP, max_thr) = borrow(SC)
+    (rigid_tol, shape_body, X_LS, plain) = borrow(FR)
     (bstart, bcount, P, svalid, cos_tol, region_tol, C, C2, C3, RS, O_ab, O_v, O_s, cyl, max_points, region_cos,
-     pen_tol) = CKA
-    (kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off, ps_t, ps_q) = PDA
+     pen_tol) = borrow(CKA)
+    (kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off, ps_t, ps_q) = borrow(PDA)
     # the command: CMD_PD the compiled PD's (PDA) each step; CMD_NONE none (A_in: zero rows, as
     # Simulator._no_cmd)
     (cmd_mode, A_in) = CMD
     has_cmd = cmd_mode != CMD_NONE
     (com_L_all, slot, mass, gravity, rj, rt, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef,
      c_kappa, c_dof, c_lock, c_hard, kp_d, kd_d, visc_idx, visc, effort_max, MS, MK, shape_mat, body_mat, no_V,
-     hc, gamma, threshold, u, static_speed, lock_gain, inertia_L) = ASM
-    (comp, ncomp) = ISL
+     hc, gamma, threshold, u, static_speed, lock_gain, inertia_L) = borrow(ASM)
+    (comp, ncomp) = borrow(ISL)
     (compliance, project, radius_match, entries_max) = SOLV
-    (group, is_object, h_rest, lin_limit, ang_length, after, bodies_pose) = FIN
+    (group, is_object, h_rest, lin_limit, ang_length, after, bodies_pose) = borrow(FIN)
     (sleep, sleep_speed, root3, impulse_rtol) = RST
-    (hd, hprox, hdist, hrho, hoff0, hoff1, fd, fprox, ftorque, fhard) = BRK
+    (hd, hprox, hdist, hrho, hoff0, hoff1, fd, fprox, ftorque, fhard) = borrow(BRK)
     # moving bases (QuinticBaseMotion): table rows, X0, displacement, t0, duration, com in the body
     # frame; buffers of their velocities (N, 6), poses at t and screened velocities
-    (kb, kX0, kdisp, kt0, kdur, kcom, Vk, Xa, kvel) = KIN
+    (kb, kX0, kdisp, kt0, kdur, kcom, Vk, Xa, kvel) = borrow(KIN)
     driven = kb.shape[0] > 0
     placed = False
     # the settle test (rollout.Settle: watched DOFs' rows of P, joint offsets, gains, ...)
-    (mon_on, mP, moff, mkp, msign, mstill, mfull, mq0, mq1, mt0, mdur, mhold, still_for) = MON
+    (mon_on, mP, moff, mkp, msign, mstill, mfull, mq0, mq1, mt0, mdur, mhold, still_for) = borrow(MON)
     settled = False
     # cut steps in a row and when they began (SimData.cuts), the stall guard's limits, H_FLOOR
     (cuts0, cuts1, stall_steps, stall_time, h_floor) = CUTS
