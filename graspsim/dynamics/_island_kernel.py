@@ -15,6 +15,7 @@ is a contiguous BLAS call.  No function here is compiled at import time of :mod:
 from __future__ import annotations
 
 import numpy as np
+from .._borrow import borrow
 from .._jit import njit
 
 from ..lcp._kernel import solve_retries as _lemke
@@ -513,6 +514,10 @@ def solve_island(local, Minv, aM, bodies, jac, rhs, comp, eq_rows, n_hard, lim_r
     first, ``n_hard`` of them, then soft with compliance ``comp``), joint limits, contact normals and
     friction rows (``u`` per contact, contact-major).  Outputs are written into the ``*_out`` arrays
     (``z_out``/``basis_out`` sized to the LCP).  Returns (status, lcp size, pivots, level used)."""
+    # (borrowed: graspsim._borrow; the outputs are written in place, only numbers returned)
+    (local, Minv, aM, bodies, jac, rhs, comp, eq_rows, lim_rows, nrm_rows, fr_rows, mu, warm, hard_err, v_out,
+     ce_out, z_out, basis_out, dx_out) = borrow((local, Minv, aM, bodies, jac, rhs, comp, eq_rows, lim_rows, nrm_rows,
+                                                 fr_rows, mu, warm, hard_err, v_out, ce_out, z_out, basis_out, dx_out))
     nv = aM.shape[0]
     nbi = nv // 6
     ne = eq_rows.shape[0]
@@ -810,6 +815,10 @@ def solve_islands(labels, n_isl, Minv, aM, bodies, jac, rhs, comp, sizes, hard_e
     Returns (status, failing island, its LCP size, its pivots, v_new (nb, 6), contact impulses
     (k, 3) (N s, on body b), hard-row impulses, post-stabilisation dx (nb, 6), contact flags
     (k, u + 2), LCP sizes (per island, 0: none), total pivots, and the table arrays)."""
+    # the inputs borrowed (graspsim._borrow), not the warm-start table's arrays: they are returned
+    (labels, Minv, aM, bodies, jac, rhs, comp, sizes, hard_err, mu, ca, cb, cpoint, cnormal, ct1, ct2, meta, pa, pb, pp,
+     pf) = borrow((labels, Minv, aM, bodies, jac, rhs, comp, sizes, hard_err, mu, ca, cb, cpoint, cnormal, ct1, ct2,
+                   meta, pa, pb, pp, pf))
     nb = labels.shape[0]
     nrows = rhs.shape[0]
     k_all = ca.shape[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from .._borrow import borrow
 from .._jit import njit
 
 
@@ -670,6 +671,16 @@ def assemble(X, com_L, slot, mass, gravity, ext, v, jq, kind, parent, child, axi
     ``k`` (nb, 6): gravity, external, control and joint-friction forces; the joint rows' count.
     ``cmd`` (6, nd) the controller's command rows (checks.CMD_FIELDS; ``has_cmd`` False: none);
     ``V`` (N, 6) kinematic bodies' velocities (``has_V`` False: none)."""
+    # every array borrowed (graspsim._borrow: the returned ones are all made here), in two tuples
+    # (a literal of over ~30 items compiles to a list numba cannot type)
+    (X, com_L, slot, mass, gravity, ext, v, jq, kind, parent, child, axis_J, o, o_c, R, R_c, ax, pp, rj, rt, rk,
+     joint_off, coulomb, P, drive_idx, drive_w, c_idx, c_coef) = borrow((
+        X, com_L, slot, mass, gravity, ext, v, jq, kind, parent, child, axis_J, o, o_c, R, R_c, ax, pp, rj, rt, rk,
+        joint_off, coulomb, P, drive_idx, drive_w, c_idx, c_coef))
+    (c_kappa, c_dof, c_lock, c_hard, lock, kp_d, kd_d, visc_idx, visc, cand, lo, hi, tol, cmd, effort_max, ca, cb,
+     cpoint, cnormal, ct1, ct2, csep, MS, MK, mat, ma, mb, V) = borrow((
+        c_kappa, c_dof, c_lock, c_hard, lock, kp_d, kd_d, visc_idx, visc, cand, lo, hi, tol, cmd, effort_max, ca, cb,
+        cpoint, cnormal, ct1, ct2, csep, MS, MK, mat, ma, mb, V))
     N = X.shape[0]
     nb = mass.shape[0]
     nj = kind.shape[0]
