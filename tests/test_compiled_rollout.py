@@ -358,12 +358,9 @@ def test_run_without_a_callback_takes_the_loop_as_step_does(counted):
     assert counted[1] == n0
 
 
-def test_run_sees_the_controller_changed_between_runs(counted):
-    """run() keeps its compiled copy of a PDController between runs only while the controller is as
-    it was: gains changed in place and a new move are followed, bit for bit as step() follows
-    them; a run shorter than RUN_MIN_STEPS steps goes through step() alone."""
-    from graspsim.dynamics.simulator import RUN_MIN_STEPS
-
+def _closing_pair():
+    """Two Barretts above the mug (the compiled loop on, off), each with a PDController closing
+    the fingers over 0.4 s."""
     sims, ctls = [], []
     for loop in (True, False):
         sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=loop)
@@ -372,6 +369,16 @@ def test_run_sees_the_controller_changed_between_runs(counted):
         ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]], duration=0.4)
         sims.append(sim)
         ctls.append(ctl)
+    return sims, ctls
+
+
+def test_run_sees_the_controller_changed_between_runs(counted):
+    """run() keeps its compiled copy of a PDController between runs only while the controller is as
+    it was: gains changed in place and a new move are followed, bit for bit as step() follows
+    them; a run shorter than RUN_MIN_STEPS steps goes through step() alone."""
+    from graspsim.dynamics.simulator import RUN_MIN_STEPS
+
+    sims, ctls = _closing_pair()
     for sim, ctl in zip(sims, ctls):
         sim.run(0.3, ctl)
         ctl.set_gains("barrett", "f1", effort=1.0)          # in place: the compiled copy is stale
@@ -395,14 +402,7 @@ def test_one_step_rollouts_of_a_pd_controller_reuse_one_loop(counted):
     """rollout(1, pd) called step after step compiles the PDController once and keeps one loop
     while the controller is as it was (a new copy each call rebuilt the loop's constants, ~0.3 ms
     a call); gains changed in place are followed; the states are step()'s bit for bit."""
-    sims, ctls = [], []
-    for loop in (True, False):
-        sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=loop)
-        ctl = PDController(sim)
-        lim = sim.world.description.robots[0].robot.dof_limits
-        ctl.move_to("barrett", [0.0, lim[1, 1], lim[2, 1], lim[3, 1]], duration=0.4)
-        sims.append(sim)
-        ctls.append(ctl)
+    sims, ctls = _closing_pair()
     loops = {}              # loop ids by what may change a loop: the clutches' state, the gains
     for k in range(240):
         if k == 160:
