@@ -32,6 +32,7 @@ from ..spatial import RIGID_TOL
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
 from . import _step_kernel as SK
+from .simulator import H_FLOOR, LOCK_GAIN, MATCH_RADIUS, STALL_ADVANCE, STALL_STEPS, SimState, StepInfo
 from .sleep import ANGULAR_LENGTH, IMPULSE_RTOL, ROOT3
 
 _KERNELS = {"trial_move": RK.trial_move, "screen_pairs": IMP.screen_pairs, "shape_frames": CK.shape_frames,
@@ -121,11 +122,6 @@ class CompiledLoop:
     """The compiled loop's constant arguments and kernel addresses for one simulator and controller."""
 
     def __init__(self, sim, controller):
-        global _SimState, _StepInfo
-        from .simulator import H_FLOOR, LOCK_GAIN, MATCH_RADIUS, STALL_ADVANCE, STALL_STEPS, SimState, StepInfo
-
-        _SimState, _StepInfo = SimState, StepInfo        # (run's, imported once: not at every call)
-
         self.sim, self.ctl = sim, controller
         model = sim._collision_model()
         self.model = model
@@ -343,7 +339,7 @@ class CompiledLoop:
             until.still_for, until.settled = still_for, bool(settled)
         if d.bodies_contacts is not None:         # the sleeping objects' kept contacts count too
             rk[:done] += len(d.bodies_contacts[0])
-        sim._state = _SimState(t, c, q, v, jq, s.broken.copy(), s.lock.copy(), steps)
+        sim._state = SimState(t, c, q, v, jq, s.broken.copy(), s.lock.copy(), steps)
         d.cwarm = (pa, pb, pp, pf) if len(pa) else None
         d.cuts[0], d.cuts[1] = int(cuts0), float(cuts1)
         if sim.sleep:
@@ -353,7 +349,7 @@ class CompiledLoop:
         if k:
             cs = _contact_set((ab[0], ab[1], vv[0], vv[1], sep, vv[4], vv[5], vv[2], vv[3], ab[2], ab[3]),
                               sim.table.names)
-        sim.info = _StepInfo(h=float(rh[done - 1]), fraction=float(frac), contacts=cs, contact_impulse=imp,
+        sim.info = StepInfo(h=float(rh[done - 1]), fraction=float(frac), contacts=cs, contact_impulse=imp,
                             lcp_sizes=[m for m in sizes.tolist() if m > 0], pivots=int(piv), islands=int(nisl),
                             timing={})
         return done
