@@ -415,6 +415,10 @@ def test_one_step_rollouts_of_a_pd_controller_reuse_one_loop(counted):
             loops.setdefault(key, set()).add(id(sims[0]._loop))
     assert counted[1] > 150                   # most steps in the loop (impacts and clutches in step())
     assert len(loops) >= 2 and all(len(ids) == 1 for ids in loops.values()), loops   # one loop for each
+    ctls[0].feedforward = lambda sim, ri, q, qd, qdd: np.zeros(len(q))    # not compiled: refused, as before
+    with pytest.raises(ValueError, match="feedforward"):
+        sims[0].rollout(1, ctls[0])
+    ctls[0].feedforward = None
     a, b = sims[0].state, sims[1].state
     for f in ("time", "steps", "c", "q", "v", "joint_q", "broken", "lock"):
         assert np.array_equal(getattr(a, f), getattr(b, f)), f

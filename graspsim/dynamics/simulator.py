@@ -535,7 +535,7 @@ class Simulator:
         self._collisions_on = collisions
         self._loop = None           # rollout's compiled loop (graspsim.dynamics.rollout.CompiledLoop)
         self._no_ctl = None         # its controller for rollouts without one (rollout.NoController)
-        self._run_ctl = None        # run()'s compiled copy of its PDController (_rollout_controller)
+        self._run_ctl = None        # run()'s and rollout()'s compiled copy of a PDController (_compiled_pd)
         if collisions and len(self.table.collision_pairs):
             # a world that starts with bodies inside each other is reported, not simulated
             from ..collision import check_interpenetration
@@ -899,10 +899,11 @@ class Simulator:
     def _compiled_pd(self, controller):
         """``controller.compiled()``, or the last call's compiled copy while the PDController is as
         it was then (its trajectories are immutable, replaced by move_to; gains are changed in
-        place): so its compiled loop is reused (a new copy rebuilds the loop's constants, ~0.3 ms)."""
+        place): so its compiled loop is reused (a new copy rebuilds the loop's constants, ~0.3 ms).
+        ValueError (``compiled``'s) for a controller with a feedforward, even one set since."""
         trajs = tuple(controller.trajectories.values())
         got = self._run_ctl
-        if (got is None or got[0] is not controller or len(got[1]) != len(trajs)
+        if (got is None or got[0] is not controller or controller.feedforward is not None or len(got[1]) != len(trajs)
                 or not all(map(operator.is_, got[1], trajs)) or not np.array_equal(got[2].kp, controller.kp)
                 or not np.array_equal(got[2].kd, controller.kd)
                 or not np.array_equal(got[2].effort, controller.effort)):
