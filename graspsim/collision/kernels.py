@@ -93,16 +93,22 @@ def _rt(X):
 def _rel(XA, XB):
     """(R, t) of frame A in frame B: x_B = R x_A + t."""
     R = np.empty((3, 3))
-    tt = np.zeros(3)
     for i in range(3):
-        for k in range(3):
-            tt[i] += XB[k, i] * (XA[k, 3] - XB[k, 3])
         for j in range(3):
             s = 0.0
             for k in range(3):
                 s += XB[k, i] * XA[k, j]
             R[i, j] = s
-    return R, (tt[0], tt[1], tt[2])
+    # t = XB_R^T (XA_t - XB_t), summed in the same order as before (scalars: no array to allocate)
+    t0 = 0.0
+    t1 = 0.0
+    t2 = 0.0
+    for k in range(3):
+        d = XA[k, 3] - XB[k, 3]
+        t0 += XB[k, 0] * d
+        t1 += XB[k, 1] * d
+        t2 += XB[k, 2] * d
+    return R, (t0, t1, t2)
 
 
 @njit(cache=True)
@@ -430,8 +436,14 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
     bhi = P[P_HI][ib]
     # only ia's sharp edges near ib's bounds can touch ib: the edges of ia's triangles that meet
     # the bounds of ib's box seen in ia's frame (x_A = R^T (x_B - t)), inflated by 2 thr
-    clo = np.full(3, np.inf)
-    chi = np.full(3, -np.inf)
+    # the two pairs of bounds below in one allocation (rows of a C array: the same array type)
+    bounds = np.empty((4, 3))
+    clo, chi, alo, ahi = bounds[0], bounds[1], bounds[2], bounds[3]
+    for j in range(3):
+        clo[j] = np.inf
+        chi[j] = -np.inf
+        alo[j] = np.inf
+        ahi[j] = -np.inf
     for corner in range(8):
         cb = (bhi[0] if corner & 1 else blo[0], bhi[1] if corner & 2 else blo[1], bhi[2] if corner & 4 else blo[2])
         for i in range(3):
@@ -478,8 +490,6 @@ def _poly_pass(ia, ib, X, P, thr, C, cnt, C2, cnt2, flip, sharp):
                 VA_[k, j] = x[j]
     # the edges that meet ib's bounds, and their joint bounds (ib's triangles are culled by these:
     # a long edge far from ib, e.g. a table's rim around a mug, no longer widens them)
-    alo = np.full(3, np.inf)
-    ahi = np.full(3, -np.inf)
     nl = 0
     for e in edges:
         p = v3(VA_[E[e, 0] - v0])
