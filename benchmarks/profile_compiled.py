@@ -120,21 +120,15 @@ def _scene(name: str, path: str, peers: Path):
     else:
         raise SystemExit(f"unknown scene {name!r}")
     saved = sim.save_state()
-    if path == "rollout":
+    if path in ("rollout", "rollout1"):
         sim.compiled_loop = True
         sim.rollout(5, ctl)                  # (the loop compiled or loaded before the samples)
+        per_call = 200 if path == "rollout" else 1
 
         def block():
             sim.restore_state(saved)
-            sim.rollout(200, ctl)
-    elif path == "rollout1":
-        sim.compiled_loop = True
-        sim.rollout(5, ctl)
-
-        def block():
-            sim.restore_state(saved)
-            for _ in range(200):
-                sim.rollout(1, ctl)
+            for _ in range(200 // per_call):
+                sim.rollout(per_call, ctl)
     else:
         def block():
             sim.restore_state(saved)

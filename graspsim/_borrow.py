@@ -44,8 +44,7 @@ def _borrow_value(context, builder, ty, val):
     if isinstance(ty, types.BaseTuple):
         vals = [_borrow_value(context, builder, t, builder.extract_value(val, i)) for i, t in enumerate(ty.types)]
         return context.make_tuple(builder, ty, vals)
-    context.nrt.incref(builder, ty, val)        # (the result is a new reference: the caller releases it)
-    return val
+    return val                                  # a number, a bool, None: nothing to count
 
 
 def _borrowable(ty) -> bool:

@@ -317,12 +317,11 @@ class CompiledLoop:
         ext0 = d.ext.copy()
         table0 = tuple(a.copy() for a in d.table())
         kb = self.KIN[0]
-        bases0 = d.X_static[kb] if len(kb) else None
+        bases0 = d.X_static[kb]
         try:
             out = SK.rollout_steps(*args)
         except ZeroDivisionError:      # a blow-up inside: the steps again through step(), which names it
-            if bases0 is not None:
-                d.X_static[kb] = bases0
+            d.X_static[kb] = bases0
             d.ext[:] = ext0
             d.set_table(*table0[:5])
             d.meta[:] = table0[5]
