@@ -4,6 +4,7 @@
   python benchmarks/peers/graspsim_grasp.py --scene grasp --h 0.0025
   python benchmarks/peers/graspsim_grasp.py --scene drop --n-boxes 20 --cpu-limit 300
   python benchmarks/peers/graspsim_grasp.py --scene grasp --print-yaml    # the generated models
+  python benchmarks/peers/graspsim_grasp.py --scene drop --friction-directions 4   # MuJoCo's cone
 
 Every number comes from the peers' ``scene_spec.py`` (not part of this repository), imported from
 ``--peers-dir`` (default ``$GRASPSIM_PEERS_DIR`` or ``../shared/peers`` next to the repository).  Prints one line
@@ -44,6 +45,14 @@ _DEFAULT_PEERS = os.path.normpath(os.path.join(
 
 LOADED_EPS = 1e-6     # N: a contact point "carries load" above this normal force (as the peers)
 S = None              # the peers' scene_spec module, imported in main()
+#: edges of each contact's friction pyramid (``Simulator(friction_directions=...)``; ``--friction-directions``):
+#: graspsim's default 8; MuJoCo's default cone (pyramidal, condim 3) has 4
+FRICTION_DIRECTIONS = 8
+
+
+def simulator(graspsim, path, h, **kw):
+    """The scene's Simulator at step ``h`` with this run's friction pyramid."""
+    return graspsim.Simulator(graspsim.load_world(path), dt=h, friction_directions=FRICTION_DIRECTIONS, **kw)
 
 
 # --------------------------------------------------------------------------- models (YAML)
@@ -187,7 +196,7 @@ STAGES = ("collision", "contacts", "assembly", "solve", "integration")
 def run_grasp(graspsim, path, h):
     """The instrumented episode: behaviour metrics (as the peers) and the per-stage time split."""
     from scipy.spatial.transform import Rotation
-    sim = graspsim.Simulator(graspsim.load_world(path), dt=h, profile=True)
+    sim = simulator(graspsim, path, h, profile=True)
     assert sim.dof_names == [f"hand/{j}" for j in S.HAND_JOINTS], sim.dof_names
     obj = sim.table.index["cube"]
     hand = [i for i, name in enumerate(sim.table.names) if name.startswith("hand/")]
@@ -236,7 +245,7 @@ def run_grasp(graspsim, path, h):
 
 def run_grasp_timed(graspsim, path, h):
     """The same episode without instrumentation: wall and CPU time of the control + step loop."""
-    sim = graspsim.Simulator(graspsim.load_world(path), dt=h)
+    sim = simulator(graspsim, path, h)
     ctl = TorquePD()
     w0, c0 = time.perf_counter(), time.process_time()
     for k in range(round(S.T_TOTAL / h)):
@@ -251,10 +260,10 @@ def run_drop(graspsim, path, h, n, cpu_limit=None, warmup_steps=60):
     false, end columns at the time reached), after ``cpu_limit`` CPU seconds or when graspsim makes
     no progress (``stuck``: the message).  ``n_steps`` and the speed cover the completed grid steps;
     the CPU spent in the interval that was never completed is ``stuck_cpu``."""
-    warm = graspsim.Simulator(graspsim.load_world(path), dt=h)     # untimed: load the numba kernels
+    warm = simulator(graspsim, path, h)     # untimed: load the numba kernels
     for k in range(warmup_steps):
         advance(warm, None, h, k)
-    sim = graspsim.Simulator(graspsim.load_world(path), dt=h)
+    sim = simulator(graspsim, path, h)
     n_total, calls, done, trace, stuck = round(S.DROP_T / h), 0, 0, [], None
     w0, c0 = time.perf_counter(), time.process_time()
     wall = cpu = 0.0
@@ -283,6 +292,7 @@ def run_drop(graspsim, path, h, n, cpu_limit=None, warmup_steps=60):
 
 # --------------------------------------------------------------------------- main
 def main():
+    global S, FRICTION_DIRECTIONS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scene", choices=("grasp", "drop"), default="grasp")
     ap.add_argument("--h", type=float, default=0.0025)
@@ -292,8 +302,10 @@ def main():
     ap.add_argument("--cpu-limit", type=float, help="drop: stop after this many CPU seconds")
     ap.add_argument("--peers-dir", default=os.environ.get("GRASPSIM_PEERS_DIR", _DEFAULT_PEERS))
     ap.add_argument("--print-yaml", action="store_true", help="print the generated models and exit")
+    ap.add_argument("--friction-directions", type=int, default=FRICTION_DIRECTIONS,
+                    help="edges of each contact's friction pyramid (default 8; 4 is MuJoCo's default cone)")
     a = ap.parse_args()
-    global S
+    FRICTION_DIRECTIONS = a.friction_directions
     sys.path.insert(0, os.path.abspath(a.peers_dir))
     import scene_spec
     S = scene_spec
@@ -309,7 +321,7 @@ def main():
     import graspsim.dynamics  # noqa: F401  (imported lazily otherwise)
     res = dict(sim="graspsim", version=graspsim.__version__, scene=a.scene, h=a.h,
                control=a.control if a.scene == "grasp" else None, t_import=time.perf_counter() - t0,
-               variant="default")
+               variant="default" if FRICTION_DIRECTIONS == 8 else f"friction_directions={FRICTION_DIRECTIONS}")
     with tempfile.TemporaryDirectory(prefix="graspsim_peers_") as tmp:
         path = write_world(tmp, a.scene, a.h, a.n_boxes)
         if a.scene == "grasp":

@@ -38,6 +38,8 @@ ROWS = [
     ("grasp", "mujoco", "mujoco", []),
     ("grasp", "mujoco noslip", "mujoco", ["--option", "noslip_iterations=10"]),
     ("drop", "graspsim", "graspsim", []),
+    # the friction pyramid of MuJoCo's default cone (pyramidal, condim 3: 4 edges; graspsim's default 8)
+    ("drop", "graspsim u=4", "graspsim", ["--friction-directions", "4"]),
     ("drop", "pybullet", "pybullet", []),
     ("drop", "mujoco", "mujoco", []),
 ]
