@@ -63,11 +63,12 @@ def test_the_owner_check_sees_a_borrowed_array():
 
 
 def test_no_array_the_compiled_loop_returns_is_borrowed(monkeypatch):
-    """The loop borrows the model's arrays and buffers; what it returns (the state, the warm-start
-    table, the contacts) is owned: checked on every call of a rollout that closes the Barrett on
-    the mug (impacts, clutches, contacts) and holds it."""
+    """The loop borrows the model's arrays and buffers (and gets its constants flattened, as
+    ownerless arrays too: graspsim._flat); what it returns (the state, the warm-start table, the
+    contacts) is owned: checked on every call of a rollout that closes the Barrett on the mug
+    (impacts, clutches, contacts) and holds it."""
     calls = []
-    inner = SK.rollout_steps
+    inner = SK.rollout_flat
 
     class Spy:
         def __getattr__(self, name):           # (the dispatcher's attributes: the loop asks its cache)
@@ -78,7 +79,7 @@ def test_no_array_the_compiled_loop_returns_is_borrowed(monkeypatch):
             calls.append(_owned(out))
             return out
 
-    monkeypatch.setattr(SK, "rollout_steps", Spy())
+    monkeypatch.setattr(SK, "rollout_flat", Spy())
     sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=True)
     ctl = PDController(sim)
     lim = sim.world.description.robots[0].robot.dof_limits

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from .._borrow import borrow
+from .._flat import unflatten
 from .._jit import njit
 from .._native import call_native
 
@@ -864,3 +865,16 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
     return (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
             has_rest, bodies_rest, k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last, why,
             still_for, settled, cuts0, cuts1, frac_last)
+
+
+@njit(cache=True)
+def rollout_flat(spec, ints, shapes, floats, n, t, c, q, v, jq, lock, steps, CMD, MON, CUTS, ext, keys, used, ta,
+                 tb, store, meta, pa, pb, pp, pf, rest_t, rest_A, rest_imp, has_rest, bodies_rest, rec_t, rec_c,
+                 rec_q, rec_v, rec_jq, rec_h, rec_k):
+    """:func:`rollout_steps` with its constant arguments (E, h, TM, SC, FR, CKA, PDA, ASM, ISL, SOLV,
+    FIN, RST, BRK, KIN) flattened into four tables (:mod:`graspsim._flat`): a call's dispatch types and
+    unboxes ~50 values instead of ~220 (~25 us less per call).  The same compiled steps."""
+    E, h, TM, SC, FR, CKA, PDA, ASM, ISL, SOLV, FIN, RST, BRK, KIN = unflatten(spec, ints, shapes, floats)
+    return rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CMD, ASM, ISL, SOLV, FIN, RST,
+                         BRK, KIN, MON, CUTS, ext, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A,
+                         rest_imp, has_rest, bodies_rest, rec_t, rec_c, rec_q, rec_v, rec_jq, rec_h, rec_k)

@@ -21,6 +21,7 @@ from collections import Counter
 import numpy as np
 from numba import typeof
 
+from .._flat import flatten
 from .._native import available, native_entry_types, register, return_type
 from ..collision import _impact_kernel as IMP
 from ..collision import _simplify_kernel as SIMP
@@ -181,6 +182,7 @@ class CompiledLoop:
                     np.ascontiguousarray(st.brk_free_hard, np.int64))
         self.key = self._key()
         self.E = self._resolve()
+        self.flat = self._flatten()
         self.ready = False          # rollout_steps to be called (compiled, cached or worth compiling)
         self.cached = None          # rollout_steps compiled or in numba's cache for these arguments
 
@@ -194,7 +196,14 @@ class CompiledLoop:
     def __getstate__(self) -> dict:
         st = self.__dict__.copy()
         st["E"] = None              # machine-code addresses are this process's: built again after a copy
+        st["flat"] = None           # (and the tables hold addresses)
         return st
+
+    def _flatten(self):
+        """The constant arguments as :mod:`graspsim._flat`'s tables (one call's dispatch then costs
+        ~50 values, not ~220), or None when one cannot be flattened (the tuples are passed)."""
+        return flatten((self.E, self.h, self.TM, self.SC, self.FR, self.CKA, self.PDA, self.ASM, self.ISL, self.SOLV,
+                        self.FIN, self.RST, self.BRK, self.KIN))
 
     def still_valid(self) -> bool:
         """Are the constants still the simulator's (the same broken pattern, step length, buffers)?"""
@@ -300,17 +309,23 @@ class CompiledLoop:
         pa, pb, pp, pf = d.cwarm if d.cwarm is not None else sim._no_prev
         bodies_rest = d.bodies_rest
         rt, rc, rq, rv, rj, rh, rk, rb = rec if at == 0 else (r[at:] for r in rec)
-        args = (self.E, n, float(s.time), self.h, s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps), self.TM, self.SC,
-                self.FR, self.CKA, self.PDA, self.CMD, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST, self.BRK, self.KIN,
-                _NO_SETTLE if until is None else until.arrays(sim), self._cuts(), d.ext, *d.table(), pa, pb, pp, pf, float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq,
-                rv, rj, rh, rk)
+        # (the arguments that change between calls; the constants flattened, or as tuples)
+        var = (n, float(s.time), s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps), self.CMD,
+               _NO_SETTLE if until is None else until.arrays(sim), self._cuts(), d.ext, *d.table(), pa, pb, pp, pf,
+               float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq, rv, rj, rh, rk)
+        if self.flat is not None:
+            kernel, args = SK.rollout_flat, (*self.flat.args, *var)
+        else:
+            kernel, args = SK.rollout_steps, (self.E, n, var[1], self.h, *var[2:8], self.TM, self.SC, self.FR, self.CKA,
+                                              self.PDA, self.CMD, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST,
+                                              self.BRK, self.KIN, *var[9:])
         if not self.ready:
             # (compiling the loop costs ~11 s once: not for a short job on a cold cache)
             if self.cached is None:
-                key = _type_key(args[1:])
+                key = (self.flat and self.flat.args[0].text, _type_key(args[1:]))
                 self.cached = _AVAILABLE.get(key)
                 if not self.cached:
-                    self.cached = _AVAILABLE[key] = available(SK.rollout_steps, tuple(typeof(a) for a in args))
+                    self.cached = _AVAILABLE[key] = available(kernel, tuple(typeof(a) for a in args))
             self.ready = sim.compiled_loop is True or self.cached or STEPPED[0] >= LOOP_AFTER
             if not self.ready:
                 return 0
@@ -319,7 +334,7 @@ class CompiledLoop:
         kb = self.KIN[0]
         bases0 = d.X_static[kb]
         try:
-            out = SK.rollout_steps(*args)
+            out = kernel(*args)
         except ZeroDivisionError:      # a blow-up inside: the steps again through step(), which names it
             d.X_static[kb] = bases0
             d.ext[:] = ext0
