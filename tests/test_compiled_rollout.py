@@ -36,12 +36,18 @@ def counted(monkeypatch):
 
 
 def _steps(sim, ctl, n):
+    """``n`` steps through step()'s stages (the reference: with the loop allowed, step() takes the
+    common path's steps in it too) and their record."""
     rec = []
-    for _ in range(n):
-        sim.step(ctl)
-        s = sim.state
-        rec.append((s.time, s.c.copy(), s.q.copy(), s.v.copy(), s.joint_q.copy(), sim.info.h, sim.contact_count,
-                    s.broken.copy()))
+    flag, sim.compiled_loop = sim.compiled_loop, False
+    try:
+        for _ in range(n):
+            sim.step(ctl)
+            s = sim.state
+            rec.append((s.time, s.c.copy(), s.q.copy(), s.v.copy(), s.joint_q.copy(), sim.info.h,
+                        sim.contact_count, s.broken.copy()))
+    finally:
+        sim.compiled_loop = flag
     return rec
 
 
@@ -352,10 +358,11 @@ def test_run_without_a_callback_takes_the_loop_as_step_does(counted):
     assert sa.state.time >= 0.8 - 1e-12 and sa.state.time - sa.info.h < 0.8 - 1e-12   # run()'s end: the first step past
     # physics: the distal clutches gave way on the mug, held still by three fingers
     assert sa.state.broken[1:].all() and len(sa.contacts) >= 3 and np.abs(sa.state.v).max() < 1e-2
-    n0 = counted[1]
+    n0, c0 = counted[1], counted[0]
     ca.feedforward = lambda sim, ri, q, qd, qdd: np.zeros(len(q))
     sa.run(0.05, ca)
-    assert counted[1] == n0
+    # (step() by step(), each taking its step in the loop with the Python controller's command)
+    assert counted[1] - n0 == counted[0] - c0 == 20
 
 
 def _closing_pair():
@@ -386,10 +393,11 @@ def test_run_sees_the_controller_changed_between_runs(counted):
         ctl.move_to("barrett", [0.0, 0.0, 0.0, 0.0], duration=0.3)
         sim.run(0.3, ctl)
     assert counted[1] > 200
-    n = counted[1]
+    n, c = counted[1], counted[0]
     for sim, ctl in zip(sims, ctls):
         sim.run((RUN_MIN_STEPS - 1) * sim.dt, ctl)
-    assert counted[1] == n
+    # (step() by step(): a loop call per step, with the PDController's command given)
+    assert counted[1] - n == counted[0] - c >= RUN_MIN_STEPS - 1     # (run() ends with the first step past)
     a, b = sims[0].state, sims[1].state
     for f in ("time", "steps", "c", "q", "v", "joint_q", "broken", "lock"):
         assert np.array_equal(getattr(a, f), getattr(b, f)), f
@@ -428,3 +436,64 @@ def test_one_step_rollouts_of_a_pd_controller_reuse_one_loop(counted):
     fingers = {sims[0].table.names[i].split("/")[-1][:2] for i in np.concatenate([c.body_a, c.body_b])}
     assert {"f1", "f2", "f3"} <= fingers, fingers
     assert abs(sims[0].body_pose("mug")[2, 3]) < 5e-3
+
+
+class _TorquePD:
+    """A Python controller: a PD law on dof_values()/dof_velocities() applied as pure torques (as
+    the peers' benchmark drives its hand), closing the Barrett's fingers."""
+
+    def __init__(self, sim):
+        lim = sim.world.description.robots[0].robot.dof_limits
+        self.target = np.array([0.0, lim[1, 1], lim[2, 1], lim[3, 1]])
+        self.asked = 0
+
+    def command(self, sim):
+        from graspsim.dynamics import DriveCommand
+        self.asked += 1
+        tau = 2.0 * (self.target - sim.dof_values()) - 0.05 * sim.dof_velocities()
+        return DriveCommand.torques(np.clip(tau, -0.6, 0.6))
+
+
+def test_step_with_a_python_controller_takes_the_loop(counted):
+    """step() with a Python controller takes a common-path step as one call of the compiled loop
+    with the controller's command (asked once per step either way): the Barrett closing on the mug
+    with a torque PD written in Python is the stages' step by step, bit for bit, impacts and
+    clutches included (those steps go back to the stages)."""
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=loop)
+            for loop in (True, False)]
+    ctls = [_TorquePD(s) for s in sims]
+    for _ in range(300):
+        for sim, ctl in zip(sims, ctls):
+            sim.step(ctl)
+        a, b = sims[0].state, sims[1].state
+        for f in ("time", "steps", "c", "q", "v", "joint_q", "broken", "lock"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    assert counted[1] > 150 and counted[0] <= 300      # most steps in the loop, one per call
+    assert ctls[0].asked == ctls[1].asked == 300
+    ia, ib = sims[0].info, sims[1].info
+    assert (ia.h, ia.lcp_sizes, ia.pivots) == (ib.h, ib.lcp_sizes, ib.pivots)
+    assert np.array_equal(ia.contact_impulse, ib.contact_impulse)
+    # physics: the three fingers closed on the mug and press it, which stays within a few mm
+    c = sims[0].contacts
+    fingers = {sims[0].table.names[i].split("/")[-1][:2] for i in np.concatenate([c.body_a, c.body_b])}
+    assert {"f1", "f2", "f3"} <= fingers, fingers
+    assert abs(sims[0].body_pose("mug")[2, 3]) < 5e-3
+
+
+def test_step_refuses_a_bad_command_before_the_loop_moves_anything():
+    """A Python controller's command with a NaN gain is refused naming the field, by the loop's
+    path as by the stages', and the state stays as it was."""
+    from graspsim.dynamics import DriveCommand
+
+    class Bad:
+        def command(self, sim):
+            z = np.zeros(len(sim.ds))
+            return DriveCommand(z, z, np.full(len(z), np.nan), z, z, np.full(len(z), np.inf))
+
+    for loop in (True, False):
+        sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=loop)
+        sim.step()
+        before = sim.save_state()
+        with pytest.raises(ValueError, match="kp"):
+            sim.step(Bad())
+        assert np.array_equal(sim.state.c, before.c) and sim.state.steps == before.steps

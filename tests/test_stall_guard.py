@@ -21,7 +21,9 @@ MODELS = Path(__file__).resolve().parent / "models"
 
 
 def _stack(frac):
-    sim = Simulator(graspsim.load_world(MODELS / "stack.yaml"))
+    # (the stall is injected into the stages' impact search: the compiled loop, which step() would
+    # otherwise take, hands such cut steps to the stages itself)
+    sim = Simulator(graspsim.load_world(MODELS / "stack.yaml"), compiled_loop=False)
     for _ in range(5):
         sim.step()
     sim._first_impact_fraction = lambda s, c1, q1, h, X1, kin_from=(), X0=None: (frac, False)

@@ -560,8 +560,9 @@ PYTHON = 1       # the next step needs the Python path (the state is the one bef
 #: step the loop does not take (its contacts' buffers, the stall guard)
 (W_STATE, W_MOVED, W_COMMAND, W_TURN, W_COLLIDE, W_MU, W_TOUCHED, W_SOLVER, W_TABLE, W_FINITE, W_RESTED, W_CLUTCH,
  W_ASLEEP, W_CUT) = (1, 2, 3, 4, 10, 20, 21, 22, 23, 24, 25, 26, 27, 28)
-#: the loop's command (its CMD argument's first item): the compiled PD's, none
-CMD_PD, CMD_NONE = 0, 1
+#: the loop's command (its CMD argument's first item): the compiled PD's, none, the one given (a
+#: Python controller's, for one step() call)
+CMD_PD, CMD_NONE, CMD_GIVEN = 0, 1, 2
 
 
 @njit(cache=True)
@@ -576,7 +577,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
     table: copied before each solve, restored) as they were before that step: code PYTHON.
     Each taken step is recorded at its row of ``rec_*``: time, coms, orientations, velocities, joint
     values, step length and contact count.  ``CMD``: (CMD_PD, the compiled PD ``PDA``'s command each
-    step; or CMD_NONE, no controller: zero rows, as ``Simulator._no_cmd``).
+    step; CMD_NONE, no controller: zero rows, as ``Simulator._no_cmd``; or CMD_GIVEN, this command).
     Returns (code, steps taken, t, c, q, v, jq, steps, table arrays, cwarm arrays and whether they
     hold contacts, rest counters, bodies_rest, the last taken step's contacts, impulses, LCP sizes,
     pivots and island count, why it stopped (a ``W_*`` code, 0 when every step was taken or it
@@ -594,7 +595,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
      pen_tol) = borrow(CKA)
     (kp, kd, effort, pk, pt0, pdur, pq0, pq1, poff, ps_off, ps_t, ps_q) = borrow(PDA)
     # the command: CMD_PD the compiled PD's (PDA) each step; CMD_NONE none (A_in: zero rows, as
-    # Simulator._no_cmd)
+    # Simulator._no_cmd); CMD_GIVEN A_in
     (cmd_mode, A_in) = CMD
     has_cmd = cmd_mode != CMD_NONE
     (com_L_all, slot, mass, gravity, rj, rt, rk, joint_off, coulomb, Pm, drive_idx, drive_w, c_idx, c_coef,

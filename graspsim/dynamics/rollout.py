@@ -100,6 +100,14 @@ class NoController:
                       np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0), np.zeros((0, 1)))
 
 
+class GivenCommand(NoController):
+    """The loop's controller for :meth:`Simulator.step` with a Python controller (``SK.CMD_GIVEN``):
+    the command array the controller gave is passed with the call; the PD arrays are placeholders
+    of the compiled PD's types (one compiled loop for all)."""
+
+    mode = SK.CMD_GIVEN
+
+
 def possible(sim) -> bool:
     """Can the compiled loop take any step of ``sim`` at all (its settings: no profiling, no
     restitution, the compiled island solver, collisions with pairs to search)?"""
@@ -290,11 +298,12 @@ class CompiledLoop:
         cuts = self.sim._data.cuts
         return (int(cuts[0]), float(cuts[1]), *self.stall)
 
-    def run(self, n: int, rec: tuple, at: int, until: "Settle | None" = None) -> int:
+    def run(self, n: int, rec: tuple, at: int, until: "Settle | None" = None, A: np.ndarray | None = None) -> int:
         """Up to ``n`` steps into the record arrays ``rec`` (the fields of a
         :class:`~graspsim.dynamics.simulator.Rollout` in order) from row ``at``; the steps taken (the
         simulator's state, data block and step info updated as ``step`` would); ``until``: a
-        :class:`Settle` test after each step, which ends the loop when it holds (updated)."""
+        :class:`Settle` test after each step, which ends the loop when it holds (updated); ``A``:
+        the command (6, nd) of a :class:`GivenCommand` loop (checked: ``checks.command_array``)."""
         sim = self.sim
         if self.idle():
             return 0
@@ -310,7 +319,8 @@ class CompiledLoop:
         bodies_rest = d.bodies_rest
         rt, rc, rq, rv, rj, rh, rk, rb = rec if at == 0 else (r[at:] for r in rec)
         # (the arguments that change between calls; the constants flattened, or as tuples)
-        var = (n, float(s.time), s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps), self.CMD,
+        var = (n, float(s.time), s.c, s.q, s.v, s.joint_q, s.lock, int(s.steps),
+               self.CMD if A is None else (self.mode, A),
                _NO_SETTLE if until is None else until.arrays(sim), self._cuts(), d.ext, *d.table(), pa, pb, pp, pf,
                float(rest[0]), rest_A, rest_imp, has_rest, bodies_rest, rt, rc, rq, rv, rj, rh, rk)
         if self.flat is not None:

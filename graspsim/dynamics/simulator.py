@@ -536,6 +536,7 @@ class Simulator:
         self._loop = None           # rollout's compiled loop (graspsim.dynamics.rollout.CompiledLoop)
         self._no_ctl = None         # its controller for rollouts without one (rollout.NoController)
         self._run_ctl = None        # run()'s and rollout()'s compiled copy of a PDController (_compiled_pd)
+        self._step_loops = {}       # step()'s compiled loops: {has a command: (CompiledLoop, 1-row record)}
         if collisions and len(self.table.collision_pairs):
             # a world that starts with bodies inside each other is reported, not simulated
             from ..collision import check_interpenetration
@@ -799,7 +800,7 @@ class Simulator:
                 i += self._loop.run(n - i, rec, i, until)
                 if i >= n or (until is not None and until.settled):
                     break
-            self.step(controller)
+            self._stages(controller, _LATER)       # (the loop left this step: not again through it)
             RO.STEPPED[0] += 1
             s = self._state
             out.time[i], out.h[i], out.contacts[i] = s.time, self.info.h, self.contact_count
@@ -913,14 +914,58 @@ class Simulator:
     # ------------------------------------------------------------------ the step
     def step(self, controller=None) -> StepInfo:
         """Advance one time step: the paper's ten steps (section 4) as named stages, each timed by
-        the stage timer when ``profile`` is on (:mod:`graspsim.dynamics.stages`)."""
+        the stage timer when ``profile`` is on (:mod:`graspsim.dynamics.stages`).
+
+        ``controller``: None or an object whose ``command(sim)`` returns a
+        :class:`~graspsim.dynamics.DriveCommand` (or None) for this step.  A step of the common path
+        (see :meth:`rollout`) is one call of the compiled loop, with the controller's command, when
+        the loop is compiled for this world (``compiled_loop``; not while profiling): the same state
+        bit for bit, about half the time."""
+        check_controller(controller)
+        cmd = _LATER
+        if self.compiled_loop is not False and self._state.steps and not self.profile:
+            done, cmd = self._loop_step(controller)
+            if done:
+                return self.info
+        return self._stages(controller, cmd)
+
+    def _loop_step(self, controller) -> tuple:
+        """The step as one call of the compiled loop (rollout.CompiledLoop with the controller's
+        command given, or none): (taken, the command asked for or _LATER).  Not taken: nothing
+        changed, the stages take the step with that command."""
+        from . import rollout as RO
+
+        s = self._state
+        if self._data.asleep is not None or (controller is not None and self._kinematic):
+            return False, _LATER        # (a moving base is placed before the controller is asked)
+        self._check_steppable(s, self.dt)
+        cmd = controller.command(self) if controller is not None else None
+        # (C-contiguous float64: the loop's compiled argument type; a copy only for an odd array)
+        A = None if cmd is None else np.ascontiguousarray(command_array(cmd, self.ds.names), dtype=np.float64)
+        got = self._step_loops.get(A is not None)
+        if got is None:
+            nd = len(self.ds)
+            lc = RO.GivenCommand(nd) if A is not None else RO.NoController(nd)
+            got = self._step_loops[A is not None] = [None, lc, None]
+        loop, lc, rec = got
+        if (loop is not None and loop.idle()) or not RO.eligible(self, lc):
+            return False, cmd
+        if loop is None or not loop.still_valid():
+            loop = got[0] = RO.CompiledLoop(self, lc)
+            if rec is None:
+                out = Rollout.empty(1, len(self.bodies), len(self.js), len(self.ds))
+                rec = got[2] = tuple(getattr(out, f.name) for f in fields(out))
+        return loop.run(1, rec, 0, None, A) == 1, cmd
+
+    def _stages(self, controller, cmd) -> StepInfo:
+        """:meth:`step` through its named stages; ``cmd`` the controller's command, or _LATER: asked
+        for at step 7."""
         timer = StageTimer(self.profile)
         s, h = self.state, self.dt
-        check_controller(controller)
         self._check_steppable(s, h)
-        cmd = _LATER
         if self._data.asleep is not None:                    # a sleeping world: does anything wake it?
-            cmd = controller.command(self) if controller is not None else None
+            if cmd is _LATER:
+                cmd = controller.command(self) if controller is not None else None
             if self._stays_asleep(s, cmd):
                 return self._sleeping_step(s, h, timer)
         if self._bodies_asleep:                              # sleeping objects: changed in place?
