@@ -71,6 +71,12 @@ def _type_key(x):
 #: against ~0.1-0.25 ms saved per step), and used at once when compiled or in numba's cache already
 STEPPED = [0]
 LOOP_AFTER = 20_000
+#: step() uses a loop that is not loaded in this process yet (numba's cache: ~0.1 s to load) once
+#: the process took LOAD_AFTER steps through the stages (~35 us a step less then: a short script of
+#: step() calls would not get the load back); rollout() and run() load it at once
+LOAD_AFTER = 2_000
+#: the loops' constant layouts (FlatSpec texts) loaded or compiled in this process
+_LOADED: set = set()
 #: why this process's loops stopped before their last step (``_step_kernel.W_*`` codes; 0: not
 #: stopped) -- for benchmarks: ``reasons()``
 LEFT: Counter = Counter()
@@ -293,6 +299,18 @@ class CompiledLoop:
         return (self.cached is False and not self.ready and self.sim.compiled_loop is not True
                 and STEPPED[0] < LOOP_AFTER)
 
+    def step_ready(self) -> bool:
+        """May ``step()`` take its step in this loop now?  Yes once it is ready, when it is loaded in
+        this process for another simulator of this layout, with ``compiled_loop=True``, or once the
+        process took LOAD_AFTER steps through the stages; never while it is idle."""
+        if self.ready:
+            return True
+        if self.cached is False:
+            return not self.idle()
+        from .simulator import STAGED_STEPS
+        return (self.sim.compiled_loop is True or STAGED_STEPS[0] >= LOAD_AFTER
+                or (self.flat is not None and self.flat.args[0].text in _LOADED))
+
     def _cuts(self) -> tuple:
         """The loop's CUTS argument: the data block's run of cut steps, the stall guard's limits."""
         cuts = self.sim._data.cuts
@@ -339,6 +357,8 @@ class CompiledLoop:
             self.ready = sim.compiled_loop is True or self.cached or STEPPED[0] >= LOOP_AFTER
             if not self.ready:
                 return 0
+            if self.flat is not None:
+                _LOADED.add(self.flat.args[0].text)
         ext0 = d.ext.copy()
         table0 = tuple(a.copy() for a in d.table())
         kb = self.KIN[0]

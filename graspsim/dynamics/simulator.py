@@ -106,6 +106,8 @@ STALL_ADVANCE = 10.0
 
 #: step(): the controller's command is not asked for yet
 _LATER = object()
+#: steps this process took through step()'s stages (rollout.LOAD_AFTER)
+STAGED_STEPS = [0]
 #: steps per rollout in run() (its record's size), and the fewest that run() takes as one
 RUN_CHUNK = 1000
 RUN_MIN_STEPS = 20
@@ -948,13 +950,17 @@ class Simulator:
             lc = RO.GivenCommand(nd) if A is not None else RO.NoController(nd)
             got = self._step_loops[A is not None] = [None, lc, None]
         loop, lc, rec = got
-        if (loop is not None and loop.idle()) or not RO.eligible(self, lc):
+        if (loop is not None and not loop.step_ready()) or not RO.eligible(self, lc):
             return False, cmd
         if loop is None or not loop.still_valid():
+            if not (self.compiled_loop is True or STAGED_STEPS[0] >= RO.LOAD_AFTER or RO._LOADED):
+                return False, cmd       # (none loaded, none due: not even its constants built)
             loop = got[0] = RO.CompiledLoop(self, lc)
             if rec is None:
                 out = Rollout.empty(1, len(self.bodies), len(self.js), len(self.ds))
                 rec = got[2] = tuple(getattr(out, f.name) for f in fields(out))
+            if not loop.step_ready():
+                return False, cmd
         return loop.run(1, rec, 0, None, A) == 1, cmd
 
     def _stages(self, controller, cmd) -> StepInfo:
@@ -963,6 +969,7 @@ class Simulator:
         timer = StageTimer(self.profile)
         s, h = self.state, self.dt
         self._check_steppable(s, h)
+        STAGED_STEPS[0] += 1
         if self._data.asleep is not None:                    # a sleeping world: does anything wake it?
             if cmd is _LATER:
                 cmd = controller.command(self) if controller is not None else None
