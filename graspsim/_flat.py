@@ -102,13 +102,18 @@ def flatten(tree) -> Flat | None:
             ints.append(x.ctypes.data)
             shapes.extend(x.shape)
             return f"{code}{x.ndim}"
-        if isinstance(x, (bool, np.bool_)):
-            ints.append(int(bool(x)))
+        # (numbers whose numba type is boolean, int64, float64 only: another width would give the
+        # rebuilt tuple another type than the tuple's own)
+        t = type(x)
+        if t is bool or t is np.bool_:
+            ints.append(int(x))
             return "B"
-        if isinstance(x, (int, np.integer)):
+        if t is int or t is np.int64:
+            if not -2**63 <= x < 2**63:
+                return None
             ints.append(int(x))
             return "I"
-        if isinstance(x, (float, np.floating)):
+        if t is float or t is np.float64:
             floats.append(float(x))
             return "F"
         if x is None:

@@ -33,7 +33,8 @@ from ..spatial import RIGID_TOL
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
 from . import _step_kernel as SK
-from .simulator import H_FLOOR, LOCK_GAIN, MATCH_RADIUS, STALL_ADVANCE, STALL_STEPS, SimState, StepInfo
+from .simulator import (H_FLOOR, LOCK_GAIN, MATCH_RADIUS, STAGED_STEPS, STALL_ADVANCE, STALL_STEPS, SimState,
+                        StepInfo)
 from .sleep import ANGULAR_LENGTH, IMPULSE_RTOL, ROOT3
 
 _KERNELS = {"trial_move": RK.trial_move, "screen_pairs": IMP.screen_pairs, "shape_frames": CK.shape_frames,
@@ -307,7 +308,6 @@ class CompiledLoop:
             return True
         if self.cached is False:
             return not self.idle()
-        from .simulator import STAGED_STEPS
         return (self.sim.compiled_loop is True or STAGED_STEPS[0] >= LOAD_AFTER
                 or (self.flat is not None and self.flat.args[0].text in _LOADED))
 

@@ -538,7 +538,7 @@ class Simulator:
         self._loop = None           # rollout's compiled loop (graspsim.dynamics.rollout.CompiledLoop)
         self._no_ctl = None         # its controller for rollouts without one (rollout.NoController)
         self._run_ctl = None        # run()'s and rollout()'s compiled copy of a PDController (_compiled_pd)
-        self._step_loops = {}       # step()'s compiled loops: {has a command: (CompiledLoop, 1-row record)}
+        self._step_loops = {}       # step()'s compiled loops: {has a command: [CompiledLoop, its controller, 1-row record]}
         if collisions and len(self.table.collision_pairs):
             # a world that starts with bodies inside each other is reported, not simulated
             from ..collision import check_interpenetration
@@ -920,9 +920,10 @@ class Simulator:
 
         ``controller``: None or an object whose ``command(sim)`` returns a
         :class:`~graspsim.dynamics.DriveCommand` (or None) for this step.  A step of the common path
-        (see :meth:`rollout`) is one call of the compiled loop, with the controller's command, when
-        the loop is compiled for this world (``compiled_loop``; not while profiling): the same state
-        bit for bit, about half the time."""
+        (see :meth:`rollout`) is one call of the compiled loop, with the controller's command, once
+        the loop is loaded for this world's layout (``compiled_loop``, ``rollout.LOAD_AFTER``; not
+        with moving bases and a controller, nor while profiling): the same state bit for bit, about
+        10 % less CPU per step (the peers' grasp)."""
         check_controller(controller)
         cmd = _LATER
         if self.compiled_loop is not False and self._state.steps and not self.profile:
