@@ -497,3 +497,34 @@ def test_step_refuses_a_bad_command_before_the_loop_moves_anything():
         with pytest.raises(ValueError, match="kp"):
             sim.step(Bad())
         assert np.array_equal(sim.state.c, before.c) and sim.state.steps == before.steps
+
+
+def test_step_takes_the_loop_once_it_is_loaded_in_the_process(counted, monkeypatch):
+    """With the default compiled_loop=None, step() does not load the loop itself (~0.1 s from numba's
+    cache, more than a short script of steps saves) until LOAD_AFTER steps went through the stages;
+    once a loop of the world's layout is loaded in the process (here by a simulator with
+    compiled_loop=True), step() takes its steps in it.  The states are the stages' throughout."""
+    monkeypatch.setattr(RO, "_LOADED", set())
+    monkeypatch.setattr(RO, "LOAD_AFTER", 10**9)      # (this process's earlier tests took many steps)
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=loop)
+            for loop in (None, False)]
+    ctls = [_TorquePD(s) for s in sims]
+
+    def steps(n):
+        for _ in range(n):
+            for sim, ctl in zip(sims, ctls):
+                sim.step(ctl)
+        a, b = sims[0].state, sims[1].state
+        for f in ("time", "steps", "c", "q", "v", "joint_q", "broken", "lock"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+
+    steps(60)
+    assert counted[0] == 0 and not sims[0]._step_loops.get(True, [None])[0]    # not even built
+    loader = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=True)
+    loader.step(_TorquePD(loader))
+    loader.step(_TorquePD(loader))      # (the first step goes through the stages: steps > 0 first)
+    assert RO._LOADED and counted[1] == 1
+    steps(60)
+    assert counted[1] > 1 + 40          # the default simulator's steps now in the loop
+    # physics: the fingers close on the mug and touch it
+    assert len(sims[0].contacts) >= 2 and abs(sims[0].body_pose("mug")[2, 3]) < 5e-3
