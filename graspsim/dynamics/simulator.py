@@ -396,9 +396,11 @@ class Simulator:
     ``sleep`` (True: a world at rest to rounding skips its steps until something wakes it, see
     :mod:`graspsim.dynamics.sleep`), ``sleep_speed`` (m/s, in (0, 0.1]; 1e-8) and ``sleep_after``
     (s, >= 0; 0.05) its thresholds, ``compiled_loop`` (True: :meth:`rollout` takes the common path's
-    steps in one compiled loop; False: each through :meth:`step`, the same states slower; None, the
-    default: the loop once it is compiled -- in numba's cache, or after a process's rollouts took
-    20,000 steps through :meth:`step`: its compile takes ~11 s, more than a short job saves),
+    steps in one compiled loop, and :meth:`step` its step as one call of it; False: each through the
+    stages, the same states slower; None, the default: the loop once it is compiled -- in numba's
+    cache, or after a process's rollouts took 20,000 steps through :meth:`step`: its compile takes
+    ~11 s, more than a short job saves -- and in :meth:`step` once it is loaded in the process or
+    after ``rollout.LOAD_AFTER`` steps through the stages),
     ``lemke``: None (default) solves each island with the compiled
     solver and the project's Lemke; an LCP solver ``lemke(M, q, warm_start=None) -> LCPResult`` runs
     the reference implementation of :mod:`graspsim.dynamics.island` with it instead (slower; for
