@@ -454,11 +454,15 @@ class _TorquePD:
         return DriveCommand.torques(np.clip(tau, -0.6, 0.6))
 
 
-def test_step_with_a_python_controller_takes_the_loop(counted):
+@pytest.mark.parametrize("flat", [True, False])
+def test_step_with_a_python_controller_takes_the_loop(counted, monkeypatch, flat):
     """step() with a Python controller takes a common-path step as one call of the compiled loop
     with the controller's command (asked once per step either way): the Barrett closing on the mug
     with a torque PD written in Python is the stages' step by step, bit for bit, impacts and
-    clutches included (those steps go back to the stages)."""
+    clutches included (those steps go back to the stages); with the constants flattened and, as
+    for constants that cannot be, passed as tuples."""
+    if not flat:
+        monkeypatch.setattr(RO.CompiledLoop, "_flatten", lambda self: None)
     sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=loop)
             for loop in (True, False)]
     ctls = [_TorquePD(s) for s in sims]

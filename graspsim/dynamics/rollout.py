@@ -115,6 +115,14 @@ class GivenCommand(NoController):
     mode = SK.CMD_GIVEN
 
 
+def load_due(sim, layout: str | None = None) -> bool:
+    """Is it time for ``step()`` to load (or, with compiled_loop=True, compile) a loop of ``sim``:
+    compiled_loop=True, LOAD_AFTER steps through the stages in this process, or a loop of the layout
+    ``layout`` (a FlatSpec text; None: of any layout) loaded already?"""
+    return (sim.compiled_loop is True or STAGED_STEPS[0] >= LOAD_AFTER
+            or (layout in _LOADED if layout is not None else bool(_LOADED)))
+
+
 def possible(sim) -> bool:
     """Can the compiled loop take any step of ``sim`` at all (its settings: no profiling, no
     restitution, the compiled island solver, collisions with pairs to search)?"""
@@ -308,8 +316,7 @@ class CompiledLoop:
             return True
         if self.cached is False:
             return not self.idle()
-        return (self.sim.compiled_loop is True or STAGED_STEPS[0] >= LOAD_AFTER
-                or (self.flat is not None and self.flat.args[0].text in _LOADED))
+        return load_due(self.sim, self.flat.args[0].text if self.flat is not None else None)
 
     def _cuts(self) -> tuple:
         """The loop's CUTS argument: the data block's run of cut steps, the stall guard's limits."""
@@ -345,7 +352,7 @@ class CompiledLoop:
             kernel, args = SK.rollout_flat, (*self.flat.args, *var)
         else:
             kernel, args = SK.rollout_steps, (self.E, n, var[1], self.h, *var[2:8], self.TM, self.SC, self.FR, self.CKA,
-                                              self.PDA, self.CMD, self.ASM, self.ISL, self.SOLV, self.FIN, self.RST,
+                                              self.PDA, var[8], self.ASM, self.ISL, self.SOLV, self.FIN, self.RST,
                                               self.BRK, self.KIN, *var[9:])
         if not self.ready:
             # (compiling the loop costs ~11 s once: not for a short job on a cold cache)

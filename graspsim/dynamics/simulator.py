@@ -956,7 +956,7 @@ class Simulator:
         if (loop is not None and not loop.step_ready()) or not RO.eligible(self, lc):
             return False, cmd
         if loop is None or not loop.still_valid():
-            if not (self.compiled_loop is True or STAGED_STEPS[0] >= RO.LOAD_AFTER or RO._LOADED):
+            if not RO.load_due(self):
                 return False, cmd       # (none loaded, none due: not even its constants built)
             loop = got[0] = RO.CompiledLoop(self, lc)
             if rec is None:
