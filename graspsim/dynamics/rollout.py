@@ -29,6 +29,7 @@ from ..collision import _intersect_kernel as IX
 from ..collision import kernels as CK
 from ..collision.impact import body_boxes
 from ..collision.model import MAX_THRESHOLD, _contact_set
+from ..control.pd import CompiledPD
 from ..spatial import RIGID_TOL
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
@@ -133,13 +134,12 @@ def possible(sim) -> bool:
 def eligible(sim, controller) -> bool:
     """Can the compiled loop take the next steps of ``sim`` (else ``step()`` runs them)?
     ``controller``: a CompiledPD or a :class:`NoController`."""
-    from ..control.pd import CompiledPD
-
     d = sim._data
     # (sleeping objects: the loop wakes none; their parameters changed, step() does)
     return (isinstance(controller, (CompiledPD, NoController)) and possible(sim) and d.asleep is None
             and (not sim._bodies_asleep or d.bodies_key == sim._sleep_key())
-            and all(getattr(m, "quintic_translation", None) is not None for m in sim._kinematic.values()))
+            and (not sim._kinematic
+                 or all(getattr(m, "quintic_translation", None) is not None for m in sim._kinematic.values())))
 
 
 class CompiledLoop:
@@ -367,13 +367,14 @@ class CompiledLoop:
             if self.flat is not None:
                 _LOADED.add(self.flat.args[0].text)
         ext0 = d.ext.copy()
-        table0 = tuple(a.copy() for a in d.table())
+        table0 = [a.copy() for a in d.table()]
         kb = self.KIN[0]
-        bases0 = d.X_static[kb]
+        bases0 = d.X_static[kb] if len(kb) else None
         try:
             out = kernel(*args)
         except ZeroDivisionError:      # a blow-up inside: the steps again through step(), which names it
-            d.X_static[kb] = bases0
+            if bases0 is not None:
+                d.X_static[kb] = bases0
             d.ext[:] = ext0
             d.set_table(*table0[:5])
             d.meta[:] = table0[5]

@@ -108,6 +108,16 @@ STALL_ADVANCE = 10.0
 _LATER = object()
 #: steps this process took through step()'s stages (rollout.LOAD_AFTER)
 STAGED_STEPS = [0]
+_ROLLOUT = []        # graspsim.dynamics.rollout once imported (it imports this module: not at the top)
+
+
+def _rollout_module():
+    from . import rollout
+
+    _ROLLOUT.append(rollout)
+    return rollout
+
+
 #: steps per rollout in run() (its record's size), and the fewest that run() takes as one
 RUN_CHUNK = 1000
 RUN_MIN_STEPS = 20
@@ -938,8 +948,7 @@ class Simulator:
         """The step as one call of the compiled loop (rollout.CompiledLoop with the controller's
         command given, or none): (taken, the command asked for or _LATER).  Not taken: nothing
         changed, the stages take the step with that command."""
-        from . import rollout as RO
-
+        RO = _ROLLOUT[0] if _ROLLOUT else _rollout_module()
         s = self._state
         if self._data.asleep is not None or (controller is not None and self._kinematic):
             return False, _LATER        # (a moving base is placed before the controller is asked)
