@@ -204,6 +204,7 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
     world_arg("robustness", world)
     from ..collision import model_for
     from ..control import dynamic_auto_grasp, static_auto_grasp
+    from ..control.centring import centre
 
     t0 = time.perf_counter()
     _robot(world, hand)
@@ -245,41 +246,31 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
         hand_pairs = np.array([(a, b) for a, b in model.pairs if (int(a) in hs) != (int(b) in hs)],
                               dtype=np.int64).reshape(-1, 2)
 
-        def recentre(open_state, scale: float, v):
-            """While ``v`` is not force closure: from the closed state the world is in, the gap of
-            the finger link farthest from the object; the hand back to ``open_state`` (the sample's
-            object, the hand open) shifted by half that gap, kept only if the open hand is free
-            there, and closed again.  Twice at most (the planner's centring)."""
-            for _ in range(2):
-                if isinstance(v, tuple) or not fingers or h.instance.mount is not None:
-                    break
-                P = world.body_poses()
-                gaps = [model.distance(f, io, P) for f in fingers]
-                d, p_link, p_obj = gaps[int(np.argmax([g[0] for g in gaps]))]
-                if not d > model.threshold:
-                    break
-                world.restore_state(open_state)
-                X = h.base_pose
-                X[:3, 3] += 0.5 * (np.asarray(p_obj) - np.asarray(p_link))
-                h.base_pose = X
-                if len(hand_pairs) and model.penetrating(world.body_poses(), pairs=hand_pairs):
-                    break
-                open_state = world.save_state()
-                cs = static_auto_grasp(world, hand, obj=object, analyze=False, gws=gws).contacts
-                r = _analyze(world, hand, object, cs, scale, gws)
-                v = "no contact" if r is None else (r if r[0] else "not force closure")
-            return v
+        def verdict(scale: float, cs) -> tuple[bool, float] | str:
+            r = _analyze(world, hand, object, cs, scale, gws)
+            return "no contact" if r is None else (r if r[0] else "not force closure")
 
         def close(scale: float) -> tuple[bool, float] | str:
-            open_state = world.save_state() if closing == "centred" else None
-            if closing in ("static", "centred"):
-                cs = static_auto_grasp(world, hand, obj=object, analyze=False, gws=gws).contacts
-            else:
+            if closing == "dynamic":
                 dynamic_auto_grasp(world, hand, obj=object, timeout=timeout, analyze=False)
-                cs = None      # the contacts of the settled state, found at the world's threshold
-            r = _analyze(world, hand, object, cs, scale, gws)
-            v = "no contact" if r is None else (r if r[0] else "not force closure")
-            return v if open_state is None else recentre(open_state, scale, v)
+                return verdict(scale, None)    # the contacts of the settled state, found at the world's threshold
+            if closing == "static" or h.instance.mount is not None:
+                return verdict(scale, static_auto_grasp(world, hand, obj=object, analyze=False, gws=gws).contacts)
+            # centred: the sample's object, the hand open, its base shifted to X (the planner's centring)
+            open_state = world.save_state()
+
+            def open_at(X: np.ndarray) -> np.ndarray:
+                world.restore_state(open_state)
+                h.base_pose = X
+                return world.body_poses()
+
+            def close_at(X: np.ndarray) -> tuple[bool, float] | str:
+                open_at(X)
+                return verdict(scale, static_auto_grasp(world, hand, obj=object, analyze=False, gws=gws).contacts)
+
+            return centre(close_at, h.base_pose, model=model, obj=io, fingers=fingers, pairs=hand_pairs,
+                          closed_poses=lambda v: world.body_poses(), open_poses=open_at,
+                          force_closure=lambda v: isinstance(v, tuple)).grasp
 
         world.restore_state(pre)
         nominal = close(1.0)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..arguments import whole, world_arg
 from .annealing import SearchLog, anneal
-from .energy import SurfaceSamples, contact_energy, surface_samples, virtual_contacts
+from .energy import SurfaceSamples, contact_energy, finger_links, surface_samples, virtual_contacts
 from .space import GraspSpace
 
 __all__ = ["PlannedGrasp", "GraspQualitySummary", "RobustnessSummary", "Problem", "plan_grasps", "free_hand_world",
@@ -182,6 +182,7 @@ class Problem:
                     if l.shape is not None)
         self.space = GraspSpace(robot, center, (0.0, radius + max(reach, 0.0) + 0.02))
         self.vc = virtual_contacts(robot)
+        self.fingers = finger_links(robot, self.vc)     # link indices centring measures (close_centred)
         self.surface: SurfaceSamples = surface_samples(shape, b.pose)
         self.model = model_for(world)
         self.pairs = _hand_pairs(world, h.index)
@@ -193,19 +194,21 @@ class Problem:
         self.P0 = world.body_poses()
         self.quality_evaluations = 0
 
-    def collides(self, link_poses: np.ndarray) -> bool:
-        """Whether the hand at these link poses (nl, 4, 4) interpenetrates the object or an obstacle (FCL)."""
+    def body_poses(self, link_poses: np.ndarray) -> np.ndarray:
+        """The world's body poses (nb, 4, 4) with the hand's links at ``link_poses`` (nl, 4, 4)."""
         P = self.P0.copy()
         P[self.rows] = link_poses
-        return bool(self.model.penetrating(P, pairs=self.pairs))
+        return P
+
+    def collides(self, link_poses: np.ndarray) -> bool:
+        """Whether the hand at these link poses (nl, 4, 4) interpenetrates the object or an obstacle (FCL)."""
+        return bool(self.model.penetrating(self.body_poses(link_poses), pairs=self.pairs))
 
     def self_collides(self, link_poses: np.ndarray) -> bool:
         """Whether links of the hand at these link poses (nl, 4, 4) interpenetrate each other."""
         if not len(self.own):
             return False
-        P = self.P0.copy()
-        P[self.rows] = link_poses
-        return bool(self.model.penetrating(P, pairs=self.own))
+        return bool(self.model.penetrating(self.body_poses(link_poses), pairs=self.own))
 
     def screen(self, x: np.ndarray) -> np.ndarray:
         """Contact energies (B,) of states x (B, n), without the collision test."""
@@ -227,37 +230,25 @@ class Problem:
 
     def close_centred(self, X_WB: np.ndarray, q: np.ndarray, energy: float = float("nan"),
                       rounds: int = 2) -> PlannedGrasp:
-        """:meth:`close`, then, while the grasp is not force closure, centre the hand: shift the base
-        by half the gap of the finger link farthest from the object (FCL closest points) and close
-        again from the same preshape, keeping the shift only if the hand is collision-free there.
+        """:meth:`close`, then, while the grasp is not force closure, centre the hand
+        (:func:`graspsim.control.centring.centre`): shift the base by half the gap of the finger
+        link farthest from the object (FCL closest points; the links carrying virtual contacts,
+        palm excluded) and close again from the same preshape, keeping the shift only if the hand
+        is collision-free there and the new closing is force closure or has more contacts.
 
         A static auto-grasp stops a DOF at the first link it drives that touches: a parallel jaw
         off the object's centre by more than the contact threshold touches with one finger only.
         """
-        g = self.close(X_WB, q, energy)
-        fingers = sorted({int(li) for li in self.vc.link if li != self.h.description.palm_link})
-        oi = self.world.table.index[self.obj]
-        for _ in range(rounds if fingers else 0):
-            if g.quality.force_closure:
-                break
-            P = self.P0.copy()
-            P[self.rows] = _link_poses(self.h.description, g)
-            gaps = [self.model.distance(int(self.rows[li]), oi, P) for li in fingers]
-            k = int(np.argmax([d for d, _, _ in gaps]))
-            d, p_link, p_obj = gaps[k]
-            if not d > self.model.threshold:
-                break
-            X = X_WB.copy()
-            X[:3, 3] += 0.5 * (np.asarray(p_obj) - np.asarray(p_link))
-            L = _link_poses_q(self.h.description, X, q)
-            if self.collides(L):
-                break
-            g2 = self.close(X, q, energy)
-            if g2.quality.force_closure or g2.contacts > g.contacts:
-                g, X_WB = g2, X
-            else:
-                break
-        return g
+        from ..control.centring import centre
+
+        robot = self.h.description
+        return centre(lambda X: self.close(X, q, energy), X_WB, model=self.model,
+                      obj=self.world.table.index[self.obj], fingers=[int(self.rows[li]) for li in self.fingers],
+                      pairs=self.pairs, closed_poses=lambda g: self.body_poses(_link_poses(robot, g)),
+                      open_poses=lambda X: self.body_poses(_link_poses_q(robot, X, q)),
+                      force_closure=lambda g: g.quality.force_closure,
+                      better=lambda new, old: new.quality.force_closure or new.contacts > old.contacts,
+                      rounds=rounds).grasp
 
     def close(self, X_WB: np.ndarray, q: np.ndarray, energy: float = float("nan")) -> PlannedGrasp:
         """Static auto-grasp from base pose X_WB and DOFs q; the world is restored afterwards."""

@@ -23,7 +23,7 @@ from scipy.spatial import cKDTree
 
 from .space import GraspSpace, batch_forward_kinematics, closing_vector
 
-__all__ = ["VirtualContacts", "virtual_contacts", "SurfaceSamples", "surface_samples", "contact_energy",
+__all__ = ["VirtualContacts", "virtual_contacts", "finger_links", "SurfaceSamples", "surface_samples", "contact_energy",
            "DIST_SCALE"]
 
 #: distance that costs as much as a fully misaligned normal (m)
@@ -128,6 +128,15 @@ def virtual_contacts(robot, per_link: int = 3, eps: float = 1e-3) -> VirtualCont
         pts.append(cand[sel])
         nrm.append(cn[sel])
     return VirtualContacts(links, np.concatenate(pts), np.concatenate(nrm))
+
+
+def finger_links(robot, vc: VirtualContacts | None = None) -> list[int]:
+    """Link indices (sorted) of the hand's fingers: the links carrying virtual contacts (those the
+    closing moves towards the object), the palm excluded.  ``vc``: the robot's virtual contacts
+    if already computed.  Centring measures their gaps to the object
+    (:func:`graspsim.control.centring.centre`)."""
+    vc = virtual_contacts(robot) if vc is None else vc
+    return sorted({int(li) for li in vc.link if li != robot.palm_link})
 
 
 class SurfaceSamples:
