@@ -12,7 +12,8 @@ closes again from the same open preshape, the shift kept only where the open han
 One function for the planner (:meth:`graspsim.planner.api.Problem.close_centred`), robustness
 (:func:`graspsim.grasp.robustness` with ``closing="centred"``) and the batch
 (``evaluation.closing: centred``).  How a closing is done and what it returns stays the caller's
-(a callable): the loop, the gap, the shift and the free test are here.
+(a callable): the loop, the gap, the shift and the free test are here.  :func:`centre_in_world`
+runs it on a world's own state (robustness and the batch); the planner poses its links itself.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Callable, Generic, Sequence, TypeVar
 
 import numpy as np
 
-__all__ = ["Centred", "centre", "ROUNDS"]
+__all__ = ["Centred", "centre", "centre_in_world", "ROUNDS"]
 
 #: shifted closings tried at most after the first one
 ROUNDS = 2
@@ -80,3 +81,34 @@ def centre(close: Callable[[np.ndarray], R], X_WB: np.ndarray, *, model, obj: in
             break
         g, X, kept = g2, Xn, kept + 1
     return Centred(g, X, X[:3, 3] - np.asarray(X_WB, dtype=float)[:3, 3], kept)
+
+
+def centre_in_world(world, hand: str, close: Callable[[], R], *, obj: int, fingers: Sequence[int],
+                    pairs: np.ndarray, force_closure: Callable[[R], bool],
+                    better: Callable[[R, R], bool] | None = None, compiled: bool = False,
+                    rounds: int = ROUNDS) -> Centred[R]:
+    """:func:`centre` in ``world``'s state: the (unmounted) ``hand`` open at its current base pose,
+    the other bodies where they are.  ``close()`` closes the hand in place (e.g. a
+    :func:`graspsim.control.static_auto_grasp`) and returns the caller's grasp; before each
+    closing the world is back in that open state with the hand's base at the pose tried.  The
+    poses are the world's (:meth:`graspsim.World.body_poses`, ``compiled`` as given); the model is
+    :func:`graspsim.collision.model_for` the world.  The world is left in the last state tried
+    (closed, or open where a shifted pose interpenetrated): restore it afterwards.
+    """
+    from ..collision import model_for
+
+    h = world.robots[hand]
+    open_state = world.save_state()
+
+    def open_at(X: np.ndarray) -> np.ndarray:
+        world.restore_state(open_state)
+        h.base_pose = X
+        return world.body_poses(compiled)
+
+    def close_at(X: np.ndarray) -> R:
+        open_at(X)
+        return close()
+
+    return centre(close_at, h.base_pose, model=model_for(world), obj=obj, fingers=fingers, pairs=pairs,
+                  closed_poses=lambda r: world.body_poses(compiled), open_poses=open_at,
+                  force_closure=force_closure, better=better, rounds=rounds)

@@ -204,7 +204,7 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
     world_arg("robustness", world)
     from ..collision import model_for
     from ..control import dynamic_auto_grasp, static_auto_grasp
-    from ..control.centring import centre
+    from ..control.centring import centre_in_world
 
     t0 = time.perf_counter()
     _robot(world, hand)
@@ -256,21 +256,10 @@ def robustness(world, hand: str, object: str, grasp: Any, samples: int = 100, se
                 return verdict(scale, None)    # the contacts of the settled state, found at the world's threshold
             if closing == "static" or h.instance.mount is not None:
                 return verdict(scale, static_auto_grasp(world, hand, obj=object, analyze=False, gws=gws).contacts)
-            # centred: the sample's object, the hand open, its base shifted to X (the planner's centring)
-            open_state = world.save_state()
-
-            def open_at(X: np.ndarray) -> np.ndarray:
-                world.restore_state(open_state)
-                h.base_pose = X
-                return world.body_poses()
-
-            def close_at(X: np.ndarray) -> tuple[bool, float] | str:
-                open_at(X)
-                return verdict(scale, static_auto_grasp(world, hand, obj=object, analyze=False, gws=gws).contacts)
-
-            return centre(close_at, h.base_pose, model=model, obj=io, fingers=fingers, pairs=hand_pairs,
-                          closed_poses=lambda v: world.body_poses(), open_poses=open_at,
-                          force_closure=lambda v: isinstance(v, tuple)).grasp
+            # centred: from the sample's object, the hand open (the planner's centring)
+            return centre_in_world(world, hand, lambda: verdict(
+                scale, static_auto_grasp(world, hand, obj=object, analyze=False, gws=gws).contacts),
+                obj=io, fingers=fingers, pairs=hand_pairs, force_closure=lambda v: isinstance(v, tuple)).grasp
 
         world.restore_state(pre)
         nominal = close(1.0)
