@@ -18,6 +18,7 @@ BATCH_EPILOG = """examples:
                  --within 0,0,-1:90 --db quick.sqlite
   graspsim batch --hand robots/barrett.yaml --object objects/mug.yaml --object objects/can.yaml --sphere 32
   graspsim batch --world worlds/parallel_jaw_box.yaml --planner 20 --plan-iterations 500 --robustness 20
+  graspsim batch --world worlds/panda_hand_cube.yaml --normals 40 --closing centred   # centre a parallel jaw
   graspsim results summary mug.sqlite --top 10 --plots plots/
   graspsim results export mug.sqlite mug.parquet
 
@@ -128,6 +129,10 @@ def register(subparsers) -> None:
     cf.add_argument("--standoff", type=_num, action="append", metavar="D", help="stand-off distance (repeat)")
     cf.add_argument("--preshape", type=_preshape, action="append", metavar="DOF=V,...", help="preshape (repeat)")
     cf.add_argument("--dynamic", action="store_true", help="also the dynamic auto-grasp and a lift test")
+    cf.add_argument("--closing", choices=["static", "centred"],
+                    help="the static closing: 'static' (default; GraspIt's: each DOF stops at its first contact) or "
+                         "'centred' (a grasp that is not force closure shifts the hand to centre its fingers on the "
+                         "object and closes again, as the planner does; not with --dynamic)")
     cf.add_argument("--planner", type=_positive, metavar="N",
                     help="candidates from the grasp planner: N grasps per object instead of the approach grid")
     cf.add_argument("--plan-iterations", type=_positive, metavar="N",
@@ -203,8 +208,13 @@ def _overrides(a) -> dict:
         o["robustness"] = {"samples": a.robustness}
     if c:
         o["candidates"] = c
+    ev: dict = {}
     if a.dynamic:
-        o["evaluation"] = {"mode": "dynamic"}
+        ev["mode"] = "dynamic"
+    if a.closing is not None:
+        ev["closing"] = a.closing
+    if ev:
+        o["evaluation"] = ev
     return o
 
 

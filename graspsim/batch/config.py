@@ -52,7 +52,9 @@ GRID_KEYS = ["directions", "rolls", "standoffs", "preshapes", "target"]
 PLANNER_KEYS = ["n", "seconds", "iterations", "seed", "energy", "restarts"]
 ROBUSTNESS_KEYS = ["samples", "seed", "sigma_position", "sigma_rotation", "friction", "obstacles", "closing"]
 DIRECTION_KEYS = ["sphere", "normals", "list", "within"]
-EVALUATION_KEYS = ["mode", "gws", "approach_step", "max_attempts", "dynamic"]
+EVALUATION_KEYS = ["mode", "closing", "gws", "approach_step", "max_attempts", "dynamic"]
+#: ``evaluation.closing``: the static auto-grasp as is (GraspIt's), or centred (graspsim.control.centring)
+CLOSINGS = ["static", "centred"]
 DYNAMIC_KEYS = ["timeout", "lift_height", "lift_duration", "lift_hold"]
 CLI_FILE = "<command line>"
 
@@ -70,7 +72,7 @@ class BatchConfig:
     hand: str                       # robot name in every scene's world
     scenes: list                    # [{object, world_file | compose}] one per target object
     candidates: dict                # sphere, normals, list, within, rolls, standoffs, preshapes, target, clearance
-    evaluation: dict                # mode, gws, approach_step, max_attempts, dynamic{...}
+    evaluation: dict                # mode, closing, gws, approach_step, max_attempts, dynamic{...}
     output: str | None = None       # default results database
     source: str | None = None       # the batch file, if any
     description: str = ""
@@ -114,6 +116,8 @@ class BatchConfig:
         ev = {k: v for k, v in self.evaluation.items() if k != "max_attempts"}
         if ev["mode"] != "dynamic":
             ev.pop("dynamic", None)
+        if ev.get("closing") == "static":
+            ev.pop("closing")            # the default: runs stored before the key existed still resume
         scenes = []
         for s in self.scenes:
             v = {"object": s["object"]}
@@ -440,7 +444,7 @@ def _read_candidates(r: Reader, top: YMap, seed: int = 0) -> dict:
 
 
 def _read_evaluation(r: Reader, top: YMap) -> dict:
-    out = {"mode": "static", "gws": "L1", "approach_step": 0.01, "max_attempts": 3,
+    out = {"mode": "static", "closing": "static", "gws": "L1", "approach_step": 0.01, "max_attempts": 3,
            "dynamic": {"timeout": 3.0, "lift_height": 0.1, "lift_duration": 1.0, "lift_hold": 0.5}}
     if "evaluation" not in top:
         return out
@@ -450,6 +454,13 @@ def _read_evaluation(r: Reader, top: YMap) -> dict:
     f = "evaluation"
     r.check_keys(e, f, EVALUATION_KEYS)
     out["mode"] = r.string(e, "mode", f, default="static", choices=["static", "dynamic"])
+    out["closing"] = r.string(e, "closing", f, default="static", choices=CLOSINGS)
+    if out["closing"] == "centred" and out["mode"] == "dynamic":
+        # the dynamic grasp pushes the object to the fingers' middle itself; centring the static
+        # closing instead would report a static grasp from another pose than the dynamic one's
+        r.error(e.line_of("closing"), f"{f}.closing", "'centred' is for mode: static (it stands in for the push "
+                "of a dynamic closing, which mode: dynamic simulates from the approach pose); remove it or set "
+                "it to static")
     out["gws"] = r.string(e, "gws", f, default="L1", choices=["L1", "Linf"])
     out["approach_step"] = r.number(e, "approach_step", f, default=0.01, unit="length", positive=True)
     out["max_attempts"] = _integer(r, e, "max_attempts", f, default=3, minimum=1)

@@ -15,12 +15,17 @@ For each candidate (see :mod:`graspsim.batch.candidates`):
    separation within the contact threshold (``approach_stop = 'contact'``, ``touched`` the
    body).  Otherwise the palm stops ``standoff`` before the target point (``'standoff'``);
 4. :func:`graspsim.control.static_auto_grasp` with the object named: force closure, epsilon,
-   volume, contact count;
-5. with ``mode: dynamic``, from the approach pose again: ``dynamic_auto_grasp`` and
-   ``lift_test`` (held, slip, lifted, dropped);
+   volume, contact count.  With ``closing: centred``, a grasp that is not force closure is
+   centred (:func:`graspsim.control.centring.centre`, as the planner's): the hand shifts by half
+   the gap of its finger farthest from the object and closes again (twice at most, only where the
+   open hand is free, kept if force closure or more contacts); the row's ``shift_x/y/z`` is the
+   shift of the grasp kept, its metrics that grasp's;
+5. with ``mode: dynamic`` (not with ``closing: centred``), from the approach pose again:
+   ``dynamic_auto_grasp`` and ``lift_test`` (held, slip, lifted, dropped);
 6. with ``robustness`` set, for a force-closure grasp: :func:`graspsim.grasp.robustness` of the
-   grasp at the approach pose (palm pose and preshape DOFs), from the world's initial state, with
-   the same seed for every candidate (all see the same noise draws).
+   grasp at the approach pose (palm pose and preshape DOFs; centred, the palm shifted as the
+   grasp's), from the world's initial state, with the same seed for every candidate (all see the
+   same noise draws).
 
 A planner candidate (``source = 'planner'``) skips 2-3: the hand is put at the planned base pose
 with the planned preshape (``approach_stop = 'planned'``); a collision there is still
@@ -128,10 +133,22 @@ class _Scene:
         b = w.bodies[self.obj]
         shape = b.instance.obj.shape
         self.obj_vertices = shape.vertices_in(b.pose)
+        self.obj_row = int(t.index[self.obj])
+        self._fingers = None
         self._hand_cache: dict = {}
         desc = self.hand.description
         self.u = np.asarray(desc.approach, dtype=float)
         self.F_P = approach_frame(self.u, 0.0)        # the palm's reference frame about its approach axis
+
+    @property
+    def finger_rows(self) -> list[int]:
+        """Body-table rows of the hand's finger links, whose gaps centring measures (the planner's:
+        :func:`graspsim.planner.energy.finger_links`)."""
+        if self._fingers is None:
+            from ..planner.energy import finger_links
+
+            self._fingers = [int(self.links[li]) for li in finger_links(self.hand.description)]
+        return self._fingers
 
     def hand_geometry(self, key: str):
         """(reach, X_BP) at the current preshape: how far the hand reaches in front of the palm along
@@ -178,6 +195,10 @@ class Evaluator:
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
         self._dyn = dynamic_api() if self.ev["mode"] == "dynamic" else None
         self.robust = self.ev.get("robustness")
+        self.centred = self.ev.get("closing", "static") == "centred"      # (older configurations lack it)
+        if self.centred and self._dyn is not None:
+            raise ValueError("evaluation.closing 'centred' is for mode: static (load_config refuses it with "
+                             "mode: dynamic)")
 
     def scene(self, obj: str) -> _Scene:
         sc = self.scenes.get(obj)
@@ -367,7 +388,16 @@ class Evaluator:
             pregrasp = Grasp(h.palm_pose, dict(zip(h.dof_names, (float(v) for v in h.dof_values))))
         t2 = time.perf_counter()
         self._fault(cand, "grasp")
-        res = static_auto_grasp(w, self.hand, obj=cand.object, gws=self.ev["gws"])
+        if self.centred:
+            c = self._close_centred(sc)
+            res = c.grasp
+            row["shift_x"], row["shift_y"], row["shift_z"] = (float(v) for v in c.shift)
+            if pregrasp is not None:
+                X = pregrasp.palm_pose.copy()
+                X[:3, 3] += c.shift            # a translation of the base moves the palm alike
+                pregrasp = type(pregrasp)(X, pregrasp.dofs)
+        else:
+            res = static_auto_grasp(w, self.hand, obj=cand.object, gws=self.ev["gws"])
         row["t_grasp"] = time.perf_counter() - t2
         q = res.quality
         row["force_closure"] = int(bool(q.force_closure)) if q is not None else 0
@@ -423,6 +453,25 @@ class Evaluator:
             row["dropped"] = int(bool(lr.dropped))
             rot = getattr(lr, "rotation", None)
             row["lift_rotation"] = float(rot) if rot is not None else None
+
+    def _close_centred(self, sc: _Scene):
+        """The static auto-grasp from the hand's current (open) pose, centred
+        (:func:`graspsim.control.centring.centre`, kept as the planner keeps it: force closure or
+        more contacts): a :class:`~graspsim.control.centring.Centred` of the
+        :class:`~graspsim.control.StaticGraspResult` kept."""
+        from ..control import static_auto_grasp
+        from ..control.centring import centre_in_world
+
+        def fc(r) -> bool:
+            return r.quality is not None and bool(r.quality.force_closure)
+
+        def n(r) -> int:
+            return len(r.grasp_contacts) if r.grasp_contacts is not None else 0
+
+        w, gws = sc.world, self.ev["gws"]
+        return centre_in_world(w, self.hand, lambda: static_auto_grasp(w, self.hand, obj=sc.obj, gws=gws),
+                               obj=sc.obj_row, fingers=sc.finger_rows, pairs=sc.pairs, force_closure=fc,
+                               better=lambda new, old: fc(new) or n(new) > n(old), compiled=True)
 
     @staticmethod
     def _pose_columns(row: dict, h) -> None:

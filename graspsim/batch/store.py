@@ -94,6 +94,10 @@ COLUMNS = [
     ("rob_eps_p05", "REAL", "robustness: 5th-percentile epsilon over the samples"),
     ("rob_samples", "INTEGER", "robustness: samples"),
     ("t_robust", "REAL", "robustness (s)"),
+    ("shift_x", "REAL", "closing: centred: the hand's shift from the palm pose above to where its grasp closed "
+                        "(m, world; the orientation kept); NULL with closing: static"),
+    ("shift_y", "REAL", ""),
+    ("shift_z", "REAL", ""),
 ]
 NAMES = [c[0] for c in COLUMNS]
 TYPES = {c[0]: c[1] for c in COLUMNS}
