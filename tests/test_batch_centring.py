@@ -13,7 +13,6 @@ import pytest
 
 import pybullet_data  # noqa: F401  (the test extra installs pybullet for its data)
 
-import graspsim
 from graspsim import ModelError
 from graspsim.batch import load_config, read_results, run_batch
 from graspsim.batch.config import load_scene_world

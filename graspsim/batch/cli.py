@@ -18,7 +18,7 @@ BATCH_EPILOG = """examples:
                  --within 0,0,-1:90 --db quick.sqlite
   graspsim batch --hand robots/barrett.yaml --object objects/mug.yaml --object objects/can.yaml --sphere 32
   graspsim batch --world worlds/parallel_jaw_box.yaml --planner 20 --plan-iterations 500 --robustness 20
-  graspsim batch --world worlds/panda_hand_cube.yaml --normals 40 --closing centred   # centre a parallel jaw
+  graspsim batch --world worlds/panda_hand_cube.yaml --normals 40 --within 0,0,-1:60 --rolls 2 --closing centred
   graspsim results summary mug.sqlite --top 10 --plots plots/
   graspsim results export mug.sqlite mug.parquet
 
