@@ -51,6 +51,34 @@ def test_pendulum_small_angle_period():
     assert np.max(qs[-500:]) == pytest.approx(0.05, rel=0.01)
 
 
+def test_dof_state_is_values_and_velocities_and_the_velocity_moves_the_value():
+    """dof_state() gives what dof_values() and dof_velocities() give, bit for bit (all robots and
+    one); and a step moves a hinge by h times the velocity it starts with (the paper's step 1-2: the
+    bodies move with their current velocities, as in free fall), so the values' finite difference is
+    the rate read before the step."""
+    w = graspsim.load_world(MODELS / "pend_world.yaml")
+    w.robots["pendulum"].set_dofs([0.5])
+    sim = Simulator(w, collisions=False)
+    h = sim.dt
+    q_prev, qd_prev = sim.dof_values()[0], 0.0
+    worst, fastest = 0.0, 0.0
+    for _ in range(200):
+        sim.step()
+        q, qd = sim.dof_state()
+        assert np.array_equal(q, sim.dof_values()) and np.array_equal(qd, sim.dof_velocities())
+        qr, qdr = sim.dof_state("pendulum")
+        assert np.array_equal(qr, sim.dof_values("pendulum")) and np.array_equal(qdr, sim.dof_velocities("pendulum"))
+        worst = max(worst, abs((q[0] - q_prev) / h - qd_prev))
+        fastest = max(fastest, abs(qd[0]))
+        q_prev, qd_prev = q[0], qd[0]
+    assert fastest > 0.5                    # it swings (0.5 rad from the bottom)
+    # (the joint's drift correction moves the hinge by a few 1e-8 rad a step, ~1e-5 rad/s in the rate;
+    # reading the rate after the step instead would be off by h * alpha = 2.5e-3 s * 9.4 rad/s^2)
+    assert worst < 1e-5 * fastest
+    with pytest.raises(ValueError, match="no robot 'nobody' in world 'pend'"):
+        sim.dof_state("nobody")
+
+
 def test_three_link_chain_stays_together_for_10_s():
     w = graspsim.load_world(MODELS / "chain_world.yaml")
     sim = Simulator(w, collisions=False)

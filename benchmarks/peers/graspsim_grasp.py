@@ -150,7 +150,8 @@ class TorquePD:
 
     def command(self, sim):
         c0 = time.perf_counter() if self.instrument else 0.0
-        cmd = self.torques(S.pd_forces(self.t, sim.dof_values().tolist(), sim.dof_velocities().tolist()))
+        q, qd = sim.dof_state()         # (both in one call, as PyBullet's getJointStates)
+        cmd = self.torques(S.pd_forces(self.t, q.tolist(), qd.tolist()))
         if self.instrument:
             self.spent += time.perf_counter() - c0
         return cmd

@@ -43,7 +43,7 @@ JOINT_MAX = MAX_JOINT_VALUE
 def number(name: str, value, lo: float, hi: float, *, open_low: bool = False) -> float:
     """``value`` as a finite float in [lo, hi] ((lo, hi] with ``open_low``); ValueError naming ``name``."""
     x = real(name, value)
-    if not (np.isfinite(x) and (lo < x <= hi if open_low else lo <= x <= hi)):
+    if not (math.isfinite(x) and (lo < x <= hi if open_low else lo <= x <= hi)):
         rng = f"{'>' if open_low else '>='} {lo:g}" + ("" if hi == np.inf else f" and <= {hi:g}")
         raise ValueError(f"{name} must be finite, {rng}, got {value!r}")
     return x

@@ -108,6 +108,10 @@ STALL_ADVANCE = 10.0
 _LATER = object()
 #: steps this process took through step()'s stages (rollout.LOAD_AFTER)
 STAGED_STEPS = [0]
+#: Simulator._sleep_key's parameters after dt and gravity (one C call reads them: every step asks)
+_SLEEP_PARAMS = operator.attrgetter("gamma", "threshold", "static_speed", "u", "contact_compliance",
+                                    "max_region_points", "project_joints", "restitution", "restitution_speed",
+                                    "_collisions_on", "sleep", "sleep_speed")
 _ROLLOUT = []        # graspsim.dynamics.rollout once imported (it imports this module: not at the top)
 
 
@@ -669,6 +673,21 @@ class Simulator:
         vals = self._dof_values(rates, offsets=False)
         return vals if robot is None else vals[self.ds.robot_slices[self._robot_index(robot)]]
 
+    def dof_state(self, robot: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(DOF values, DOF velocities) together, as :meth:`dof_values` and :meth:`dof_velocities`
+        give them (bit for bit), for a controller that reads both every step: one structure lookup
+        and one pass over the state instead of two."""
+        s, js = self._state, self.js
+        rates = RK.joint_rates(self._data.X_static, self.bodies.table_index, s.c, s.q, self.bodies.com_L,
+                               self._com_L_all, js.parent, js.child, js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind,
+                               s.joint_q, self.bodies.slot, s.v)
+        P = self._structure(s.broken).P
+        vals, rts = P @ (s.joint_q - self._joint_offsets), P @ rates
+        if robot is None:
+            return vals, rts
+        sl = self.ds.robot_slices[self._robot_index(robot)]
+        return vals[sl], rts[sl]
+
     def set_base_motion(self, robot: str, motion: Callable | None) -> None:
         """Move a fixed-base robot's base along a prescribed path: ``motion(t) -> (X_WB (4, 4),
         twist (6,) = [linear velocity of the base frame origin; angular velocity], W)``.
@@ -1131,9 +1150,7 @@ class Simulator:
 
     def _sleep_key(self) -> tuple:
         """The parameters a sleeping world must keep to stay asleep (dt, gravity, ...)."""
-        return (self.dt, *self.gravity.tolist(), self.gamma, self.threshold, self.static_speed, self.u,
-                self.contact_compliance, self.max_region_points, self.project_joints, self.restitution,
-                self.restitution_speed, self._collisions_on, self.sleep, self.sleep_speed)
+        return (self._dt, *self.gravity.tolist(), *_SLEEP_PARAMS(self))
 
     def _stays_asleep(self, s: SimState, cmd) -> bool:
         """Does the step still read what it read when the world fell asleep?  Else wake it."""
