@@ -11,7 +11,7 @@ Every number comes from the peers' ``scene_spec.py`` (not part of this repositor
 ``RESULT_JSON {...}`` with the peers' keys (``scene_spec.grasp_metrics`` / ``scene_spec.speed``)
 plus a few graspsim-only ones.  Only graspsim's public API is used: ``load_world``,
 ``Simulator`` (``step``, ``time``, ``dt``, ``info``, ``contacts``, ``contact_forces``,
-``body_pose``, ``body_velocity``, ``dof_values``, ``dof_velocities``, ``table``) and
+``body_pose``, ``body_velocity``, ``dof_values``, ``dof_state``, ``table``) and
 ``DriveCommand.torques``.
 
 The hand is a robot whose shapeless base link is fixed at the palm's start pose; the palm hangs

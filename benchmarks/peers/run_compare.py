@@ -177,8 +177,8 @@ def tables(out):
         st = g["stage_us_per_step"]
         L += ["", "graspsim grasp, where a step's time goes (instrumented run, `Simulator(profile=True)`, µs per "
               "step): " + ", ".join(f"{k} {v:.0f}" for k, v in st.items() if k != "controller")
-              + f" (assembly includes the controller: {st['controller']:.0f} µs for `dof_values()`, "
-              f"`dof_velocities()`, `pd_forces`, `DriveCommand.torques`).  Impact sub-steps per episode: "
+              + f" (assembly includes the controller: {st['controller']:.0f} µs for `dof_state()`, "
+              f"`pd_forces`, `DriveCommand.torques`).  Impact sub-steps per episode: "
               f"{g['impact_substeps']:.0f}; timed run identical to the instrumented one: {g['repeat_identical']}; "
               "normal forces at the end (N): " + ", ".join(f"{k.split('/')[-1]} {v:.2f}"
                                                            for k, v in g["end_normal_forces"].items()) + "."]
