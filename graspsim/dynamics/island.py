@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf, dtrtri
 
 from ..errors import SimulationError
 
@@ -78,6 +77,8 @@ def _chol(A: np.ndarray) -> np.ndarray:
     condition numbers stay far below 1/eps).  A is J^T M^-1 J + C of the island's equality rows --
     tens of rows -- never the mass matrix.
     """
+    from scipy.linalg.lapack import dpotrf, dtrtri      # (the reference path only: scipy loads in ~0.3 s)
+
     L, info = dpotrf(A, lower=1, clean=1, overwrite_a=0)
     if info != 0:
         raise np.linalg.LinAlgError(f"matrix not positive definite (dpotrf info {info})")
