@@ -126,6 +126,12 @@ RUN_MIN_STEPS = 20
 _ZERO3 = np.zeros(3)
 
 
+def _gain_bytes(controller) -> tuple:
+    """A PDController's gains and effort limits as bytes (what its compiled copy was made with)."""
+    return (np.asarray(controller.kp).tobytes(), np.asarray(controller.kd).tobytes(),
+            np.asarray(controller.effort).tobytes())
+
+
 def _components(n: int, ei: list, ej: list) -> tuple[int, np.ndarray]:
     """Connected components of the undirected graph on nodes 0..n-1 with edges (ei[k], ej[k]):
     (count, labels (n,) int64), labelled in the order of each component's smallest node (as
@@ -322,6 +328,10 @@ class Rollout:
         return cls(np.empty(n), np.empty((n, nb, 3)), np.empty((n, nb, 4)), np.empty((n, nb, 6)), np.empty((n, nj)),
                    np.empty(n), np.empty(n, np.int64), np.empty((n, nd), bool))
 
+    def arrays(self) -> tuple:
+        """Its arrays in field order (the compiled loop's record arguments)."""
+        return _ROLLOUT_ARRAYS(self)
+
     def head(self, n: int) -> "Rollout":
         """The first ``n`` steps (views)."""
         return Rollout(*(getattr(self, f.name)[:n] for f in fields(self)))
@@ -329,6 +339,9 @@ class Rollout:
     def tail(self, n: int) -> "Rollout":
         """The last ``n`` steps (views)."""
         return Rollout(*(getattr(self, f.name)[len(self) - n:] for f in fields(self)))
+
+
+_ROLLOUT_ARRAYS = operator.attrgetter(*(f.name for f in fields(Rollout)))
 
 
 @dataclass
@@ -840,7 +853,7 @@ class Simulator:
             self._no_ctl = RO.NoController(len(self.ds))
         lc = self._no_ctl if controller is None else controller      # (the loop's)
         out = Rollout.empty(n, len(self.bodies), len(self.js), len(self.ds))
-        rec = tuple(getattr(out, f.name) for f in fields(out))
+        rec = out.arrays()
         i = 0
         while i < n:
             # the compiled loop takes the steps it can (the common path); step() the others
@@ -956,11 +969,11 @@ class Simulator:
         ValueError (``compiled``'s) for a controller with a feedforward, even one set since."""
         trajs = tuple(controller.trajectories.values())
         got = self._run_ctl
+        # (gains compared as bytes, ~10x faster than np.array_equal: a change, even -0.0 for 0.0, compiles
+        # a new copy, whose own checks refuse what is wrong)
         if (got is None or got[0] is not controller or controller.feedforward is not None or len(got[1]) != len(trajs)
-                or not all(map(operator.is_, got[1], trajs)) or not np.array_equal(got[2].kp, controller.kp)
-                or not np.array_equal(got[2].kd, controller.kd)
-                or not np.array_equal(got[2].effort, controller.effort)):
-            got = self._run_ctl = (controller, trajs, controller.compiled())
+                or not all(map(operator.is_, got[1], trajs)) or got[3] != _gain_bytes(controller)):
+            got = self._run_ctl = (controller, trajs, controller.compiled(), _gain_bytes(controller))
         return got[2]
 
     # ------------------------------------------------------------------ the step
@@ -1008,7 +1021,7 @@ class Simulator:
             loop = got[0] = RO.CompiledLoop(self, lc)
             if rec is None:
                 out = Rollout.empty(1, len(self.bodies), len(self.js), len(self.ds))
-                rec = got[2] = tuple(getattr(out, f.name) for f in fields(out))
+                rec = got[2] = out.arrays()
             if not loop.step_ready():
                 return False, cmd
         return loop.run(1, rec, 0, None, A) == 1, cmd
