@@ -29,7 +29,7 @@ from ..collision import _intersect_kernel as IX
 from ..collision import kernels as CK
 from ..collision.impact import body_boxes
 from ..collision.model import MAX_THRESHOLD, _contact_set
-from ..control.pd import CompiledPD
+from ..control.pd import CompiledPD, PDController  # noqa: F401 (PDController: for Simulator.rollout)
 from ..spatial import RIGID_TOL
 from . import _island_kernel as IK
 from . import _rows_kernel as RK

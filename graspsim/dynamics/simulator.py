@@ -832,15 +832,13 @@ class Simulator:
         test after every step; the rollout ends after the step at which it holds (``until.settled``).
         ValueError for a bad ``n_steps`` (a whole number >= 0); SimulationError as :meth:`step`
         (the states up to the failing step are kept, the rollout's record is lost)."""
-        from ..control.pd import CompiledPD, PDController
-
+        RO = _ROLLOUT[0] if _ROLLOUT else _rollout_module()
+        CompiledPD, PDController = RO.CompiledPD, RO.PDController
         n = number("n_steps", n_steps, 0, 1e9)
         if n != int(n):
             raise ValueError(f"n_steps must be a whole number >= 0, got {n_steps!r}")
         if not isinstance(stop_after_step, (bool, np.bool_)):
             raise ValueError(f"stop_after_step must be True or False, got {stop_after_step!r}")
-        from . import rollout as RO
-
         if until is not None and not isinstance(until, RO.Settle):
             raise ValueError(f"until must be None or a graspsim.dynamics.rollout.Settle, got {type(until).__name__}")
         n = int(n)
