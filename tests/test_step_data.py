@@ -92,6 +92,33 @@ def test_a_hand_built_state_keeps_the_data_block_and_bad_data_is_refused():
         sim.restore_state(bad)
 
 
+@pytest.mark.parametrize("change, refused", [
+    (lambda X: X.__setitem__((0, 1), X[0, 1] + 8e-7), False),     # off by less than RIGID_TOL: a pose
+    (lambda X: X.__setitem__((0, 1), X[0, 1] + 3e-6), "not orthonormal"),
+    (lambda X: X.__setitem__((3, 3), 1.0 + 2e-6), "last row"),
+    (lambda X: X.__setitem__((2, 3), np.nan), "non-finite"),
+    (lambda X: X.__setitem__(slice(0, 3), -X[0:3]), "not orthonormal|determinant"),
+    (lambda X: X.__setitem__((slice(None), 0), X[:, 0] * np.array([-1.0, -1.0, -1.0, 1.0])), "determinant -1"),
+])
+def test_restored_static_poses_are_checked_as_rigid_transforms(change, refused):
+    """restore_state screens the data block's static poses in one pass and puts those that are not
+    clearly rigid through the exact test: one off by less than the tolerance is kept bit for bit,
+    the others are refused naming the body and the problem, with the state unchanged."""
+    sim = Simulator(graspsim.load_world(MODELS / "stack.yaml"))
+    sim.step()
+    st = sim.save_state()
+    st.data.X_static = st.data.X_static.copy()
+    change(st.data.X_static[-1])
+    before = sim.save_state()
+    if refused:
+        with pytest.raises(ValueError, match=rf"data\.X_static of body 'table': .*({refused})"):
+            sim.restore_state(st)
+        assert np.array_equal(sim._data.X_static, before.data.X_static) and sim.time == before.time
+    else:
+        sim.restore_state(st)
+        assert np.array_equal(sim._data.X_static, st.data.X_static)
+
+
 def test_the_warm_start_table_stays_within_its_bound_and_the_stack_settles_the_same():
     """With room for 2 islands' warm starts the table is emptied whenever a step leaves more (never
     more than 2 entries after a step), and the three-box stack settles as with the full table: the
