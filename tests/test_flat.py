@@ -63,9 +63,9 @@ def test_a_spec_pickles_by_its_text():
 
 
 def test_a_spec_is_typed_by_numbas_dispatcher_in_C_and_two_layouts_stay_apart():
-    """A FlatSpec carries ``_numba_type_``: after the first call the dispatcher types it from its C
-    fingerprint cache, without calling back into Python (``typeof_pyval``, ~1.4 us a call); two
-    structures still get two compiled versions, each its own."""
+    """A FlatSpec carries ``_numba_type_``: the dispatcher reads it (and its type's code) in C every
+    call, without calling back into Python (``typeof_pyval``, ~1.4 us a call); two structures still
+    get two compiled versions, each its own."""
     @njit
     def text_len(spec, ints, shapes, floats):
         return len(unflatten(spec, ints, shapes, floats))
