@@ -29,7 +29,7 @@ from ..collision import _intersect_kernel as IX
 from ..collision import kernels as CK
 from ..collision.impact import body_boxes
 from ..collision.model import MAX_THRESHOLD, _contact_set
-from ..control.pd import CompiledPD, PDController  # noqa: F401 (PDController: for Simulator.rollout)
+from ..control.pd import CompiledPD
 from ..spatial import RIGID_TOL
 from . import _island_kernel as IK
 from . import _rows_kernel as RK
@@ -438,10 +438,8 @@ class Settle:
 
     def after_step(self, sim) -> bool:
         """The test after a step through ``step()`` (the loop's, on Python floats); True: settled."""
-        s, js, b = sim.state, sim.js, sim.bodies
-        rates = RK.joint_rates(sim._data.X_static, b.table_index, s.c, s.q, b.com_L, sim._com_L_all, js.parent,
-                               js.child, js.X_PJ, js.X_CJ, js.axis, js.perp, js.kind, s.joint_q, b.slot,
-                               s.v).tolist()
+        s = sim.state
+        rates = sim._joint_rates(s).tolist()
         jq, off, P = s.joint_q.tolist(), sim._joint_offsets.tolist(), self._rows(sim).tolist()
         t, t0, dur = s.time, self.t0, self.duration
         at_end = t >= t0 + dur
