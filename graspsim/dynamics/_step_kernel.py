@@ -111,13 +111,16 @@ def _no_new_overlap(e_meet, e_overlap, X0s, X1s, pairs, bstart, bcount, P, svali
 def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bstart, bcount, P, svalid, MP, C, C2,
                      cyl, thr, pen_tol, max_thr):
     """``impact._check_fast_pairs`` for the pairs ``fail`` (indices into ``pairs``, those the screen
-    left; ``T`` every pair's travel bound, m) by its compiled queries: (code, new pairs).  Code
-    CLEAR: the whole move (1.0); LOCALISE: the body pairs returned overlap anew at the end of the
-    move and ``localize`` finds the fraction as ``_localize`` does with a ``PairView``; PYTHON: it
-    needs more (a pair for the kernel's own view, FCL's exact separation, a nested pair, a
-    cylinder).  X0s, X1s: shape poses at the start and the end of the move."""
+    left; ``T`` every pair's travel bound, m) by its compiled queries: (code, new pairs, their
+    travel bounds).  Code CLEAR: the whole move (1.0); LOCALISE: the body pairs returned overlap
+    anew at the end of the move and ``localize`` finds the fraction as ``_localize`` does with a
+    ``PairView``; LOCALISE_KERNEL: only pairs the exact kernel saw overlap anew (status 1), which
+    ``_localize`` asks through a ``KernelPairView`` (each within its travel bound, returned);
+    PYTHON: it needs more (FCL's exact separation, a nested pair, a cylinder).  X0s, X1s: shape
+    poses at the start and the end of the move."""
     m = fail.shape[0]
     none = np.empty((0, 2), np.int64)
+    no_T = np.empty(0)
     fp = np.empty((m, 2), np.int64)
     Tf = np.empty(m)
     thick = np.empty(m)
@@ -172,7 +175,7 @@ def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bst
                 j += 1
         ok, end = _penetrating(e_meet, e_overlap, X1s, ask, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
         if not ok:
-            return PYTHON_PAIRS, none
+            return PYTHON_PAIRS, none, no_T
         for j in range(n_ask):
             if end[j]:
                 ended[where[j]] = True
@@ -181,33 +184,37 @@ def fast_pairs_clear(e_meet, e_overlap, X0s, X1s, pairs, fail, T, thickness, bst
             ok, before = _penetrating(e_meet, e_overlap, X0s, end_pairs, bstart, bcount, P, svalid, MP, C, C2, cyl,
                                       thr, pen_tol)
             if not ok:
-                return PYTHON_PAIRS, none
+                return PYTHON_PAIRS, none, no_T
             fresh = ~before
     # ended apart with a travel beyond the thinner body: FCL's exact separation decides
     for i in range(m):
         if not ended[i] and 0.0 < thick[i] and thick[i] <= Tf[i]:
-            return PYTHON_PAIRS, none
+            return PYTHON_PAIRS, none, no_T
     n_fresh = 0
     for e in range(fresh.shape[0]):
         if fresh[e]:
             n_fresh += 1
-    if n_fresh == 0:
-        return (CLEAR, none) if n_kernel == 0 else (PYTHON_PAIRS, none)   # (the kernel's view: step())
-    # new overlaps among the undecided: every new pair is localised through the model (a PairView),
-    # the kernel's first (impact._check_fast_pairs: new + fcl_new)
+    if n_fresh == 0 and n_kernel == 0:
+        return CLEAR, none, no_T
+    # the kernel's new pairs first (impact._check_fast_pairs: new + fcl_new), each with its travel
     new = np.empty((n_kernel + n_fresh, 2), np.int64)
+    Tn = np.empty(n_kernel)
     j = 0
     for i in range(m):
         if status[i] == 1:
             new[j, 0] = fp[i, 0]
             new[j, 1] = fp[i, 1]
+            Tn[j] = Tf[i]
             j += 1
+    if n_fresh == 0:
+        return LOCALISE_KERNEL, new, Tn       # (a KernelPairView of them)
+    # new overlaps among the undecided too: every new pair through the model (a PairView)
     for e in range(fresh.shape[0]):
         if fresh[e]:
             new[j, 0] = end_pairs[e, 0]
             new[j, 1] = end_pairs[e, 1]
             j += 1
-    return LOCALISE, new
+    return LOCALISE, new, no_T
 
 
 #: below this fraction of the move ``impact._localize`` gives up cutting (its FALLBACK_MIN_FRACTION):
@@ -218,6 +225,7 @@ FALLBACK_MIN_FRACTION = 2.0 ** -20
 CLEAR = 0
 PYTHON_PAIRS = 1
 LOCALISE = 2
+LOCALISE_KERNEL = 3
 
 
 @njit(cache=True)
@@ -252,12 +260,75 @@ def _separation(e_overlap, Xs, pairs, bstart, bcount, P, C, C2, cyl, thr, pen_to
 
 
 @njit(cache=True)
+def _kernel_seps(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl):
+    """``KernelPairView._min_sep`` of each body pair (one shape each): the separation (m) of its
+    closest kernel candidate within its travel bound ``Tp`` (inf: none; NaN: a buffer overflowed,
+    the Python path grows it)."""
+    out = np.empty(pairs.shape[0])
+    pair1 = np.empty((1, 2), np.int64)
+    t1 = np.empty(1)
+    for p in range(pairs.shape[0]):
+        pair1[0, 0] = bstart[pairs[p, 0]]
+        pair1[0, 1] = bstart[pairs[p, 1]]
+        t1[0] = Tp[p]
+        _, f = call_native(e_overlap, "overlap_status", Xs, Xs, pair1, t1, P, np.inf, Tp[p], C, C2, cyl)
+        out[p] = f[0]
+    return out
+
+
+@njit(cache=True)
+def _kernel_penetrating(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl, pen_tol):
+    """``KernelPairView.penetrating`` of ``pairs``: (ok, hit (m,)); ok False on a NaN separation."""
+    sep = _kernel_seps(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl)
+    hit = np.zeros(pairs.shape[0], np.bool_)
+    for p in range(pairs.shape[0]):
+        if sep[p] != sep[p]:
+            return False, hit
+        hit[p] = sep[p] < -pen_tol
+    return True, hit
+
+
+@njit(cache=True)
+def _kernel_separation(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl, pen_tol):
+    """``min(KernelPairView.pair_separations(X, pairs))`` (NaN: a buffer overflowed)."""
+    sep = _kernel_seps(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl)
+    d = np.inf
+    for p in range(pairs.shape[0]):
+        x = sep[p]
+        if x != x:
+            return np.nan
+        if -pen_tol <= x and x < 0.0:
+            x = 0.0
+        if p == 0 or x < d:
+            d = x
+    return d
+
+
+@njit(cache=True)
+def _values_where(T, mask):
+    """The entries of ``T`` where ``mask`` holds, in order (the travel bounds of ``_rows_where``'s rows)."""
+    n = 0
+    for j in range(mask.shape[0]):
+        if mask[j]:
+            n += 1
+    out = np.empty(n)
+    e = 0
+    for j in range(mask.shape[0]):
+        if mask[j]:
+            out[e] = T[j]
+            e += 1
+    return out
+
+
+@njit(cache=True)
 def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_index, com_L, parent, child, X_PJ,
              X_CJ, axis, perp, kind, joint_q, cand, lo, hi, tol, rigid_tol, shape_body, X_LS, plain_frames, new,
-             bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol, kb, Xa, kcom):
+             bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol, kb, Xa, kcom, kview, Tn):
     """``impact._localize`` of the body pairs ``new`` through the model (``localize_impact`` with a
     ``PairView``: at most 30 halvings; a pair interpenetrating at the start, or halvings that do
-    not end within the threshold, give 1.0 as its CollisionError does), the move at fraction f being
+    not end within the threshold, give 1.0 as its CollisionError does) or, with ``kview``, through
+    a ``KernelPairView`` (pairs of one-shape bodies, each asked within its travel bound ``Tn``, m),
+    the move at fraction f being
     the trial move of f h, the moving bases ``kb`` (placed at t + h, not turning) on their way from
     ``Xa`` at a constant velocity (Simulator._first_impact_fraction's ``move``; ``kcom`` their com
     offsets in their frames).  Returns (ok, fraction): ok False where the Python path does more (a
@@ -275,6 +346,7 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
     lo_f = 0.0
     hi_f = 1.0
     watch = new.copy()
+    Tw = Tn.copy()                      # (kview: the watched pairs' travel bounds)
     for it in range(34):
         # it 0: the end (f = 1), 1: the start, then the halvings (``watch`` the pairs that overlap)
         if it == 0:
@@ -300,13 +372,20 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
         if plain_frames:
             Xs = X
         if it == 32:
-            d = _separation(e_overlap, Xs, watch, bstart, bcount, P, C, C2, cyl, thr, pen_tol)
+            if kview:
+                d = _kernel_separation(e_overlap, Xs, watch, Tw, bstart, P, C, C2, cyl, pen_tol)
+            else:
+                d = _separation(e_overlap, Xs, watch, bstart, bcount, P, C, C2, cyl, thr, pen_tol)
             if d != d:
                 return False, 1.0
             if 0.0 < d and d <= thr:
                 return (False, 1.0) if lo_f < FALLBACK_MIN_FRACTION else (True, lo_f)
             return True, 1.0
-        ok, hit = _penetrating(e_meet, e_overlap, Xs, new, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol)
+        if kview:
+            ok, hit = _kernel_penetrating(e_overlap, Xs, new, Tn, bstart, P, C, C2, cyl, pen_tol)
+        else:
+            ok, hit = _penetrating(e_meet, e_overlap, Xs, new, bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
+                                   pen_tol)
         if not ok:
             return False, 1.0
         nh = 0
@@ -321,10 +400,15 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
             continue
         if nh:
             watch = _rows_where(new, hit)
+            if kview:
+                Tw = _values_where(Tn, hit)
             if it > 1:
                 hi_f = f
             continue
-        d = _separation(e_overlap, Xs, watch, bstart, bcount, P, C, C2, cyl, thr, pen_tol)
+        if kview:
+            d = _kernel_separation(e_overlap, Xs, watch, Tw, bstart, P, C, C2, cyl, pen_tol)
+        else:
+            d = _separation(e_overlap, Xs, watch, bstart, bcount, P, C, C2, cyl, thr, pen_tol)
         if d != d:
             return False, 1.0
         if 0.0 < d and d <= thr:
@@ -414,15 +498,15 @@ def collide(e_move, e_screen, e_frames, e_contacts, e_limit,
             X0s = X0
         if bad0 >= 0:
             return SCREEN, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
-        code, new = fast_pairs_clear(e_meet, e_overlap, X0s, Xs, pairs, fail, T, thickness, bstart, bcount, P, svalid,
-                                     MP, C, C2, cyl, thr, pen_tol, max_thr)
+        code, new, Tn = fast_pairs_clear(e_meet, e_overlap, X0s, Xs, pairs, fail, T, thickness, bstart, bcount, P,
+                                         svalid, MP, C, C2, cyl, thr, pen_tol, max_thr)
         if code == PYTHON_PAIRS:
             return SCREEN, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
-        if code == LOCALISE:
+        if code == LOCALISE or code == LOCALISE_KERNEL:
             ok, frac = localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_index, com_L, parent,
                                 child, X_PJ, X_CJ, axis, perp, kind, joint_q, cand, lo, hi, tol, rigid_tol, shape_body,
                                 X_LS, plain_frames, new, bstart, bcount, P, svalid, MP, C, C2, cyl, thr, pen_tol, kb,
-                                Xa, kcom)
+                                Xa, kcom, code == LOCALISE_KERNEL, Tn)
             if not ok:
                 return SCREEN_CUT, c1, q1, X, o, o_c, R, R_c, ax, pp, jq, 0, ab, vv, s, 1.0
             if frac < 1.0:

@@ -10,8 +10,10 @@ warm-start table as they were, and this module runs that step through ``Simulato
 decides, cuts, raises or puts things to sleep as always), then goes on.  Sleeping objects stay
 asleep in the loop (their pairs with static and sleeping bodies left out of the contact search, as
 in ``step``); one touched or moved in place is ``step``'s.  The pairs the impact screen cannot
-clear get the impact search's compiled checks (``_step_kernel.fast_pairs_clear``); only a step
-they would cut, or one that needs FCL, leaves.  So a rollout's states are those of the same number
+clear get the impact search's compiled checks (``_step_kernel.fast_pairs_clear``), and a first
+contact they find is localised in the loop as ``impact._localize`` does (through the model's
+compiled queries, or the exact kernel's view of pairs it saw overlap: a cut step); only a step
+that needs FCL leaves.  So a rollout's states are those of the same number
 of ``step`` calls, bit for bit (``tests/test_rollout.py``, ``tests/test_compiled_rollout.py``).
 """
 from __future__ import annotations
