@@ -576,3 +576,30 @@ def test_box_landings_are_localised_in_the_loop_as_step_does(counted, tmp_path):
     for i in range(3):
         X = sims[0].rollout_poses(ro, f"box{i}")
         assert (X[:, 2, :3] @ corners.T + X[:, 2, 3:]).min() > -1e-4        # (n, 8) corner heights
+
+
+def test_restore_state_keeps_the_loop_and_replays_a_base_motion(counted):
+    """A state saved before a kinematic base moved restores (its joints checked against the static
+    poses it brings, not the moved base's); restore_state puts those poses into the arrays the
+    compiled loop holds, so the loop is kept (not rebuilt) and the base motion replays from where
+    the state was saved bit for bit; the saved state is not touched by the steps after it."""
+    sim = Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=True)
+    ctl = PDController(sim).compiled()
+    sim.step(ctl)
+    ri = sim.world.description.robot_index["barrett"]
+    b = int(sim.table.robot_links[ri][sim.world.description.robots[ri].robot.base_link])
+    Xb = sim.poses()[b].copy()
+    saved = sim.save_state()
+    sim.set_base_motion("barrett", QuinticBaseMotion(Xb, [0.0, 0.0, 0.02], sim.time, 0.1))
+    ro1 = sim.rollout(60, ctl)
+    loop, end1 = sim._loop, sim.poses()[b].copy()
+    sim.restore_state(saved)
+    assert np.array_equal(sim.poses()[b], Xb) and sim._loop is loop
+    ro2 = sim.rollout(60, ctl)
+    assert sim._loop is loop and counted[:2] == [2, 120]          # every step in the one loop
+    for f in ("time", "c", "q", "v", "joint_q", "h", "contacts"):
+        assert np.array_equal(getattr(ro1, f), getattr(ro2, f)), f
+    assert np.array_equal(sim.poses()[b], end1) and np.array_equal(saved.data.X_static[b], Xb)
+    # physics: the base rose the motion's 2 cm, not turned
+    assert np.allclose(end1[:3, 3], Xb[:3, 3] + [0.0, 0.0, 0.02], atol=1e-12)
+    assert np.array_equal(end1[:3, :3], Xb[:3, :3])

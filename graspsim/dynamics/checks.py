@@ -111,8 +111,9 @@ def _command_problem(cmd, dof_names: tuple) -> None:
     raise AssertionError(f"command refused without a named problem: {cmd!r}")
 
 
-def state_problem(sim: Simulator, st) -> str | None:
-    """What makes ``st`` unfit for simulator ``sim`` (see Simulator.restore_state), or None."""
+def state_problem(sim: Simulator, st, X_static: np.ndarray | None = None) -> str | None:
+    """What makes ``st`` unfit for simulator ``sim`` (see Simulator.restore_state), or None; its
+    joints checked against the static poses ``X_static`` (N, 4, 4) (default: the simulator's now)."""
     from .simulator import SimState
 
     if not isinstance(st, SimState):
@@ -147,11 +148,12 @@ def state_problem(sim: Simulator, st) -> str | None:
     bad = spatial.unit_quat_problems(st.q)
     if bad:
         return f"q of body '{names[bad[0][0]]}': {bad[0][1]}"
-    return _joint_problem(sim, st)
+    return _joint_problem(sim, st, X_static)
 
 
-def _joint_problem(sim: Simulator, st: SimState) -> str | None:
-    """Joint values and joints of a (finite, unit-quaternion) state that do not fit its poses."""
+def _joint_problem(sim: Simulator, st: SimState, X_static: np.ndarray | None) -> str | None:
+    """Joint values and joints of a (finite, unit-quaternion) state that do not fit its poses (the
+    static bodies at ``X_static``; None: where they are now)."""
     js, ds = sim.js, sim.ds
     jq0 = np.array(st.joint_q, dtype=float, order="C")
     lock, broken = np.asarray(st.lock, dtype=float), np.asarray(st.broken, dtype=bool)
@@ -164,7 +166,7 @@ def _joint_problem(sim: Simulator, st: SimState) -> str | None:
         return None
     q = np.asarray(st.q, dtype=float)
     X = sim._poses(np.array(st.c, dtype=float, order="C"),
-                   np.ascontiguousarray(q / np.linalg.norm(q, axis=1, keepdims=True)))
+                   np.ascontiguousarray(q / np.linalg.norm(q, axis=1, keepdims=True)), X_static)
     F, jq = sim._joint_state(X, jq0)     # unwrapped against jq0: a revolute joint compares modulo 2 pi
     d = np.abs(jq - jq0)
     k = int(np.argmax(d))
@@ -188,12 +190,13 @@ def _joint_problem(sim: Simulator, st: SimState) -> str | None:
     return None
 
 
-def checked_state(sim: Simulator, st) -> SimState:
-    """A new SimState from ``st`` for ``sim``: checked (ValueError naming the problem), quaternions
-    renormalised, arrays C-contiguous floats."""
+def checked_state(sim: Simulator, st, X_static: np.ndarray | None = None) -> SimState:
+    """A new SimState from ``st`` for ``sim``: checked (ValueError naming the problem; its joints
+    against the static poses ``X_static``, default the simulator's now), quaternions renormalised,
+    arrays C-contiguous floats."""
     from .simulator import SimState
 
-    problem = state_problem(sim, st)
+    problem = state_problem(sim, st, X_static)
     if problem is not None:
         raise ValueError(f"restore_state: {problem}; the state is unchanged")
     q = np.array(st.q, dtype=float, order="C")

@@ -111,6 +111,9 @@ _SLEEP_PARAMS = operator.attrgetter("gamma", "threshold", "static_speed", "u", "
                                     "max_region_points", "project_joints", "restitution", "restitution_speed",
                                     "_collisions_on", "sleep", "sleep_speed")
 _ROLLOUT = []        # graspsim.dynamics.rollout once imported (it imports this module: not at the top)
+#: the data block's arrays a compiled loop holds as constants (``rollout.CompiledLoop.still_valid``):
+#: restore_state copies a state's values into them
+_LOOP_HELD = ("X_static", "bodies_group", "bodies_pose")
 
 
 def _rollout_module():
@@ -670,9 +673,19 @@ class Simulator:
         renormalised (those unit to 1e-12 are kept bit for bit, so a saved state replays exactly),
         and a data block (``state.data``, see :class:`SimData`) that fits too, or None (the data
         block is then kept)."""
-        st = checked_state(self, state)
-        if state.data is not None:
-            self._data = checked_data(self, state.data)
+        # (the state's joints are checked against the static poses it brings: a base may have moved since)
+        data = checked_data(self, state.data) if isinstance(state, SimState) and state.data is not None else None
+        st = checked_state(self, state, None if data is None else data.X_static)
+        if data is not None:
+            live = self._data
+            # the restored values go into the arrays the compiled loop was built on (its constants
+            # hold them: it stays valid, rather than ~0.6 ms to rebuild after every restore)
+            for name in _LOOP_HELD:
+                a, b = getattr(live, name), getattr(data, name)
+                if type(a) is np.ndarray and type(b) is np.ndarray and a.shape == b.shape and a.dtype == b.dtype:
+                    a[...] = b
+                    setattr(data, name, a)
+            self._data = data
             if self._data.ext.any():    # a pending push wakes the world (as apply_external_force)
                 self.wake()
             self._sync_sleeping()
@@ -1460,10 +1473,13 @@ class Simulator:
         rows = Rows(bodies, jac, err, None, const)
         return rows if keep.all() else rows.select(keep)
 
-    def _poses(self, c: np.ndarray, q: np.ndarray) -> np.ndarray:
+    def _poses(self, c: np.ndarray, q: np.ndarray, X_static: np.ndarray | None = None) -> np.ndarray:
+        """(N, 4, 4) poses of every body: the dynamic ones at coms ``c`` and orientations ``q``, the
+        static ones at ``X_static`` (default: where they are now)."""
+        Xs = self._data.X_static if X_static is None else X_static
         if not len(c):
-            return self._data.X_static.copy()
-        return RK.place(self._data.X_static, self.bodies.table_index, c, q, self.bodies.com_L)
+            return Xs.copy()
+        return RK.place(Xs, self.bodies.table_index, c, q, self.bodies.com_L)
 
     def _com_world(self, X: np.ndarray) -> np.ndarray:
         return X[:, :3, 3] + np.einsum("nij,nj->ni", X[:, :3, :3], self._com_L_all)
