@@ -60,7 +60,7 @@ def _stats(x) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scene", default="mug_hold", choices=("mug_hold", "puma_grasp", "drop20", "peers_hold"))
+    ap.add_argument("--scene", default="mug_hold", choices=("mug_hold", "puma_grasp", "drop20", "drop20_settled", "peers_hold"))
     ap.add_argument("--path", default="rollout", choices=("rollout", "rollout1", "step"))
     ap.add_argument("--base", required=True, help="the other checkout (e.g. a git worktree of HEAD~1)")
     ap.add_argument("--new", default=str(ROOT), help="this checkout (default)")

@@ -14,7 +14,8 @@ the parent has recorded ``--seconds`` of samples:
 
 * ``mug_hold``: the Barrett holding the mug after a dynamic auto-grasp (``bench_dynamics.py``'s scene);
 * ``puma_grasp``: the Puma's Barrett closing on the handset;
-* ``drop20``: 20 boxes dropped on a table, from t = 0.3 s (no controller);
+* ``drop20``: 20 boxes dropped on a table, from t = 0.3 s (no controller); ``drop20_settled``: the
+  same pile from t = 1.5 s, settled (warm starts that verify, few pivots);
 * ``peers_hold``: the peers' three-finger grasp (``peers/graspsim_grasp.py``) holding the cube at
   t = 2-3 s: ``step`` with the peers' Python PD (``scene_spec.pd_forces``, torques), ``rollout``
   with a compiled PD holding the same DOF values (needs the peers' folder, ``--peers-dir``).
@@ -90,10 +91,10 @@ def _scene(name: str, path: str, peers: Path):
         sim, ctl = r.sim, r.controller
     elif name == "puma_grasp":
         sim, ctl = BD.puma_grasp_scene()
-    elif name == "drop20":
+    elif name in ("drop20", "drop20_settled"):
         folder = Path(tempfile.mkdtemp())
         sim, ctl = Simulator(graspsim.load_world(BD.drop_world(20, folder))), None
-        sim.run(0.3)
+        sim.run(0.3 if name == "drop20" else 1.5)
     elif name == "peers_hold":
         sys.path.insert(0, str(peers))
         sys.path.insert(0, str(HERE / "peers"))
@@ -153,7 +154,8 @@ def child(a) -> None:
 # ------------------------------------------------------------------------------------------ the parent
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scene", default="peers_hold", choices=("mug_hold", "puma_grasp", "drop20", "peers_hold"))
+    ap.add_argument("--scene", default="peers_hold", choices=("mug_hold", "puma_grasp", "drop20", "drop20_settled",
+                                                                 "peers_hold"))
     ap.add_argument("--path", default="rollout", choices=("rollout", "rollout1", "step"))
     ap.add_argument("--seconds", type=float, default=6.0)
     ap.add_argument("--core", type=int, default=1)
