@@ -450,10 +450,16 @@ def _lcp_solve(G, Hv, rhs, rows, nl, nh, nlim, nc, nfr, mu, u, compliance, first
     pivots = 0
     level = 0
     m = nh + (nc if nfr else 0)
-    Mlcp = np.zeros((m, m))
+    # (every entry written once: G's, then zeros; not np.zeros and a copy over it)
+    Mlcp = np.empty((m, m))
     for i in range(nh):
         for j in range(nh):
             Mlcp[i, j] = G[i, j]
+        for j in range(nh, m):
+            Mlcp[i, j] = 0.0
+    for i in range(nh, m):
+        for j in range(m):
+            Mlcp[i, j] = 0.0
     qlcp = np.zeros(m)
     for i in range(nh):
         qlcp[i] = Hv[i] + (rhs[rows[i]] if i < nl else 0.0)
@@ -482,11 +488,18 @@ def _lcp_solve(G, Hv, rhs, rows, nl, nh, nlim, nc, nfr, mu, u, compliance, first
     z = np.zeros(m)
     ntry = max_tries + 1
     start = min(first_level, ntry - 1)
+    # each try's matrix is Mlcp with its own diagonal terms: set in place on the diagonal as it was
+    # (the solver only reads the matrix), not on a copy of the whole matrix per try
+    diag = np.empty(m)
+    for i in range(m):
+        diag[i] = Mlcp[i, i]
+    Mt = Mlcp
     for attempt in range(start, ntry):
         k = min(attempt, max_tries - 1)
         cfm = compliance * 100.0 ** k
         reg = 1e-8 * scale if attempt == max_tries else 0.0
-        Mt = Mlcp.copy()
+        for i in range(m):
+            Mt[i, i] = diag[i]
         if cfm > 0:
             for i in range(nlim, nh):
                 Mt[i, i] += cfm * dg
