@@ -600,6 +600,14 @@ def test_restore_state_keeps_the_loop_and_replays_a_base_motion(counted):
     for f in ("time", "c", "q", "v", "joint_q", "h", "contacts"):
         assert np.array_equal(getattr(ro1, f), getattr(ro2, f)), f
     assert np.array_equal(sim.poses()[b], end1) and np.array_equal(saved.data.X_static[b], Xb)
+    # a data block whose base does not carry the state's hand is refused, naming a joint it pulls
+    # apart, and nothing changes
+    bad = sim.save_state()
+    bad.data.X_static[b, 2, 3] += 0.05
+    before = sim.save_state()
+    with pytest.raises(ValueError, match="pull joint 'barrett/.*' apart"):
+        sim.restore_state(bad)
+    assert np.array_equal(sim.state.c, before.c) and np.array_equal(sim._data.X_static, before.data.X_static)
     # physics: the base rose the motion's 2 cm, not turned
     assert np.allclose(end1[:3, 3], Xb[:3, 3] + [0.0, 0.0, 0.02], atol=1e-12)
     assert np.array_equal(end1[:3, :3], Xb[:3, :3])

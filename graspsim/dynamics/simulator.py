@@ -672,7 +672,9 @@ class Simulator:
         quaternions q (nb, 4) of norm within :data:`graspsim.spatial.UNIT_QUAT_TOL` of 1, which are
         renormalised (those unit to 1e-12 are kept bit for bit, so a saved state replays exactly),
         and a data block (``state.data``, see :class:`SimData`) that fits too, or None (the data
-        block is then kept)."""
+        block is then kept).  The joint values and poses must fit together with the static bodies
+        where the state's data block puts them (a state saved before a kinematic base moved
+        restores), or where they are now without one."""
         # (the state's joints are checked against the static poses it brings: a base may have moved since)
         data = checked_data(self, state.data) if isinstance(state, SimState) and state.data is not None else None
         st = checked_state(self, state, None if data is None else data.X_static)
