@@ -289,35 +289,23 @@ def _kernel_penetrating(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl, pen_tol
 
 
 @njit(cache=True)
-def _kernel_separation(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl, pen_tol):
-    """``min(KernelPairView.pair_separations(X, pairs))`` (NaN: a buffer overflowed)."""
+def _kernel_separation(e_overlap, Xs, pairs, Tp, mask, bstart, P, C, C2, cyl, pen_tol):
+    """``min(KernelPairView.pair_separations(X, pairs[mask]))`` (NaN: a buffer overflowed)."""
     sep = _kernel_seps(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl)
     d = np.inf
+    first = True
     for p in range(pairs.shape[0]):
+        if not mask[p]:
+            continue
         x = sep[p]
         if x != x:
             return np.nan
         if -pen_tol <= x and x < 0.0:
             x = 0.0
-        if p == 0 or x < d:
+        if first or x < d:
             d = x
+        first = False
     return d
-
-
-@njit(cache=True)
-def _values_where(T, mask):
-    """The entries of ``T`` where ``mask`` holds, in order (the travel bounds of ``_rows_where``'s rows)."""
-    n = 0
-    for j in range(mask.shape[0]):
-        if mask[j]:
-            n += 1
-    out = np.empty(n)
-    e = 0
-    for j in range(mask.shape[0]):
-        if mask[j]:
-            out[e] = T[j]
-            e += 1
-    return out
 
 
 @njit(cache=True)
@@ -346,7 +334,7 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
     lo_f = 0.0
     hi_f = 1.0
     watch = new.copy()
-    Tw = Tn.copy()                      # (kview: the watched pairs' travel bounds)
+    wmask = np.ones(new.shape[0], np.bool_)     # (kview: the watched rows of ``new``)
     for it in range(34):
         # it 0: the end (f = 1), 1: the start, then the halvings (``watch`` the pairs that overlap)
         if it == 0:
@@ -373,7 +361,7 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
             Xs = X
         if it == 32:
             if kview:
-                d = _kernel_separation(e_overlap, Xs, watch, Tw, bstart, P, C, C2, cyl, pen_tol)
+                d = _kernel_separation(e_overlap, Xs, new, Tn, wmask, bstart, P, C, C2, cyl, pen_tol)
             else:
                 d = _separation(e_overlap, Xs, watch, bstart, bcount, P, C, C2, cyl, thr, pen_tol)
             if d != d:
@@ -400,13 +388,12 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
             continue
         if nh:
             watch = _rows_where(new, hit)
-            if kview:
-                Tw = _values_where(Tn, hit)
+            wmask = hit
             if it > 1:
                 hi_f = f
             continue
         if kview:
-            d = _kernel_separation(e_overlap, Xs, watch, Tw, bstart, P, C, C2, cyl, pen_tol)
+            d = _kernel_separation(e_overlap, Xs, new, Tn, wmask, bstart, P, C, C2, cyl, pen_tol)
         else:
             d = _separation(e_overlap, Xs, watch, bstart, bcount, P, C, C2, cyl, thr, pen_tol)
         if d != d:
