@@ -493,22 +493,21 @@ def _lcp_solve(G, Hv, rhs, rows, nl, nh, nlim, nc, nfr, mu, u, compliance, first
     diag = np.empty(m)
     for i in range(m):
         diag[i] = Mlcp[i, i]
-    Mt = Mlcp
     for attempt in range(start, ntry):
         k = min(attempt, max_tries - 1)
         cfm = compliance * 100.0 ** k
         reg = 1e-8 * scale if attempt == max_tries else 0.0
         for i in range(m):
-            Mt[i, i] = diag[i]
+            Mlcp[i, i] = diag[i]
         if cfm > 0:
             for i in range(nlim, nh):
-                Mt[i, i] += cfm * dg
+                Mlcp[i, i] += cfm * dg
         if reg > 0:
             for i in range(m):
-                Mt[i, i] += reg
+                Mlcp[i, i] += reg
         # the warm guess (last step's basis at this island's level) for the step's first try
         uw = use_warm and attempt == start and warm.shape[0] == m
-        code, piv = _lemke(Mt, qlcp, warm if uw else zb, uw, z, w, zb, cert, cone)
+        code, piv = _lemke(Mlcp, qlcp, warm if uw else zb, uw, z, w, zb, cert, cone)
         pivots += piv
         level = attempt
         if code == 0:

@@ -277,11 +277,11 @@ def _kernel_seps(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl):
 
 
 @njit(cache=True)
-def _kernel_penetrating(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl, pen_tol):
-    """``KernelPairView.penetrating`` of ``pairs``: (ok, hit (m,)); ok False on a NaN separation."""
-    sep = _kernel_seps(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl)
-    hit = np.zeros(pairs.shape[0], np.bool_)
-    for p in range(pairs.shape[0]):
+def _kernel_hits(sep, pen_tol):
+    """``KernelPairView.penetrating`` from the pairs' separations ``sep`` (:func:`_kernel_seps`):
+    (ok, hit (m,)); ok False on a NaN separation."""
+    hit = np.zeros(sep.shape[0], np.bool_)
+    for p in range(sep.shape[0]):
         if sep[p] != sep[p]:
             return False, hit
         hit[p] = sep[p] < -pen_tol
@@ -289,12 +289,12 @@ def _kernel_penetrating(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl, pen_tol
 
 
 @njit(cache=True)
-def _kernel_separation(e_overlap, Xs, pairs, Tp, mask, bstart, P, C, C2, cyl, pen_tol):
-    """``min(KernelPairView.pair_separations(X, pairs[mask]))`` (NaN: a buffer overflowed)."""
-    sep = _kernel_seps(e_overlap, Xs, pairs, Tp, bstart, P, C, C2, cyl)
+def _kernel_min(sep, mask, pen_tol):
+    """``min(KernelPairView.pair_separations(X, pairs[mask]))`` from the separations ``sep`` of all
+    the pairs (NaN: a buffer overflowed)."""
     d = np.inf
     first = True
-    for p in range(pairs.shape[0]):
+    for p in range(sep.shape[0]):
         if not mask[p]:
             continue
         x = sep[p]
@@ -335,6 +335,7 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
     hi_f = 1.0
     watch = new.copy()
     wmask = np.ones(new.shape[0], np.bool_)     # (kview: the watched rows of ``new``)
+    sep = np.empty(0)                           # (kview: their separations at the fraction)
     for it in range(34):
         # it 0: the end (f = 1), 1: the start, then the halvings (``watch`` the pairs that overlap)
         if it == 0:
@@ -359,9 +360,11 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
             return False, 1.0
         if plain_frames:
             Xs = X
+        if kview:           # (every pair's separation at this fraction: both tests below read them)
+            sep = _kernel_seps(e_overlap, Xs, new, Tn, bstart, P, C, C2, cyl)
         if it == 32:
             if kview:
-                d = _kernel_separation(e_overlap, Xs, new, Tn, wmask, bstart, P, C, C2, cyl, pen_tol)
+                d = _kernel_min(sep, wmask, pen_tol)
             else:
                 d = _separation(e_overlap, Xs, watch, bstart, bcount, P, C, C2, cyl, thr, pen_tol)
             if d != d:
@@ -370,7 +373,7 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
                 return (False, 1.0) if lo_f < FALLBACK_MIN_FRACTION else (True, lo_f)
             return True, 1.0
         if kview:
-            ok, hit = _kernel_penetrating(e_overlap, Xs, new, Tn, bstart, P, C, C2, cyl, pen_tol)
+            ok, hit = _kernel_hits(sep, pen_tol)
         else:
             ok, hit = _penetrating(e_meet, e_overlap, Xs, new, bstart, bcount, P, svalid, MP, C, C2, cyl, thr,
                                    pen_tol)
@@ -387,13 +390,15 @@ def localize(e_move, e_frames, e_meet, e_overlap, c, q, v, h, X_static, table_in
                 return True, 1.0        # overlapping before the move: a contact already
             continue
         if nh:
-            watch = _rows_where(new, hit)
-            wmask = hit
+            if kview:
+                wmask = hit
+            else:
+                watch = _rows_where(new, hit)
             if it > 1:
                 hi_f = f
             continue
         if kview:
-            d = _kernel_separation(e_overlap, Xs, new, Tn, wmask, bstart, P, C, C2, cyl, pen_tol)
+            d = _kernel_min(sep, wmask, pen_tol)
         else:
             d = _separation(e_overlap, Xs, watch, bstart, bcount, P, C, C2, cyl, thr, pen_tol)
         if d != d:
