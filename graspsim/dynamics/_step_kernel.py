@@ -828,14 +828,16 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
             break
         labels, n_isl = call_native(e_isl, "islands", comp, ncomp, sa, sb)
         _m, Minv, aM = call_native(e_mass, "mass_terms", mass, inertia_L, q1, v, kw, hs)
-        # the warm-start table as it was: a step left to the Python path starts from it
-        keys0, used0, ta0, tb0, store0, meta0 = keys.copy(), used.copy(), ta.copy(), tb.copy(), store.copy(), \
+        # the step writes a copy of the warm-start table, kept when the step is: the caller's arrays
+        # stay as they were until then (a step left to the Python path, or an error raised in the
+        # kernels, starts from them; the caller keeps no copy)
+        keys1, used1, ta1, tb1, store1, meta1 = keys.copy(), used.copy(), ta.copy(), tb.copy(), store.copy(), \
             meta.copy()
         refresh = steps % 50 == 0
-        (status, bad, m, piv, v_new, impulses, hard_impulse, dx, cflags, sizes_isl, pivots, keys, used, ta, tb,
-         store) = call_native(e_solve, "solve_islands", labels, n_isl, Minv, aM, rows_b, jac, rhs, rcomp, sizes,
-                              hard_err, mu, ca, cb, cpoint, cnormal, ct1, ct2, u, compliance, project,
-                              refresh, keys, used, ta, tb, store, meta, pa, pb, pp, pf, True, radius_match)
+        (status, bad, m, piv, v_new, impulses, hard_impulse, dx, cflags, sizes_isl, pivots, keys1, used1, ta1, tb1,
+         store1) = call_native(e_solve, "solve_islands", labels, n_isl, Minv, aM, rows_b, jac, rhs, rcomp, sizes,
+                               hard_err, mu, ca, cb, cpoint, cnormal, ct1, ct2, u, compliance, project,
+                               refresh, keys1, used1, ta1, tb1, store1, meta1, pa, pb, pp, pf, True, radius_match)
         for i in range(nb):          # sleeping objects: free bodies without contacts; they stay
             if group[i] > 0:
                 for j in range(6):
@@ -843,9 +845,9 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
         h_fin = 0.0 if cut else h_rest
         c2, q2, finite, lin, ang, rest1, rested = call_native(e_finish, "finish", c1, q1, dx, v_new, bodies_rest, group,
                                                               is_object, h_fin, lin_limit, ang_length, after)
-        leave = status != 0 or meta[0] > entries_max or not finite or (sleep and rested)
+        leave = status != 0 or meta1[0] > entries_max or not finite or (sleep and rested)
         if leave:
-            why = W_SOLVER if status != 0 else W_TABLE if meta[0] > entries_max else W_FINITE if not finite \
+            why = W_SOLVER if status != 0 else W_TABLE if meta1[0] > entries_max else W_FINITE if not finite \
                 else W_RESTED
         # breakaway (Simulator._update_breakaway): a clutch that would give way or re-couple
         for i in range(hd.shape[0] if has_cmd else 0):
@@ -880,13 +882,11 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
                 leave = True             # the world falls asleep: the Python path
                 why = W_ASLEEP
         if leave:
-            keys, used, ta, tb, store = keys0, used0, ta0, tb0, store0
-            for i in range(meta.shape[0]):
-                meta[i] = meta0[i]
             code = PYTHON
             break
         # commit (Simulator._commit, _rest_objects, _rest)
         placed = False
+        keys, used, ta, tb, store, meta = keys1, used1, ta1, tb1, store1, meta1
         t = t + hs
         if cut:
             cuts0, cuts1 = n_cuts, since
@@ -939,9 +939,9 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
             for r in range(4):
                 for cc in range(4):
                     X_static[kb[i], r, cc] = Xa[i, r, cc]
-    return (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
-            has_rest, bodies_rest, k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last, nisl_last, why,
-            still_for, settled, cuts0, cuts1, frac_last)
+    return (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A,
+            rest_imp, has_rest, bodies_rest, k_last, ab_last, vv_last, s_last, imp_last, sizes_last, piv_last,
+            nisl_last, why, still_for, settled, cuts0, cuts1, frac_last)
 
 
 @njit(cache=True)

@@ -159,6 +159,7 @@ class CompiledLoop:
         body, X_LS = (CK.NO_SHAPES, CK.NO_FRAMES) if plain else (model._shape_body, model._X_LS)
         h = float(sim.dt)
         self.h = h
+        self.nd = len(sim.ds)
         self.stall = (int(STALL_STEPS), float(STALL_ADVANCE * h), float(H_FLOOR))     # (CUTS's constants)
         self.TM = (sim._data.X_static, sim.bodies.table_index, sim.bodies.com_L, js.parent, js.child, js.X_PJ,
                    js.X_CJ, js.axis, js.perp, js.kind, st.limit_cand, st.lim_lo, st.lim_hi, st.lim_tol)
@@ -216,7 +217,8 @@ class CompiledLoop:
         controller's arrays)."""
         sim, ctl = self.sim, self.ctl
         return (sim._sleep_key(), sim.sleep_after, sim.warm_start_entries, id(ctl.kp), id(ctl.kd), id(ctl.effort),
-                id(ctl._refs), id(sim.gravity), tuple((b, id(m)) for b, m in sim._kinematic.items()))
+                id(ctl._refs), id(sim.gravity),
+                tuple((b, id(m)) for b, m in sim._kinematic.items()) if sim._kinematic else ())
 
     def __getstate__(self) -> dict:
         st = self.__dict__.copy()
@@ -239,6 +241,21 @@ class CompiledLoop:
                 and self.TM[0] is sim._data.X_static
                 and self.FIN[0] is sim._data.bodies_group and self.FIN[6] is sim._data.bodies_pose
                 and sim._data.bodies_group.tobytes() == self.group)
+
+    def step_valid(self) -> bool:
+        """For ``step()``'s loop once ready: :func:`eligible` and :meth:`still_valid` in one test,
+        without what cannot change for it (its controller's kind, the world's pairs)."""
+        sim = self.sim
+        d = sim._data
+        md = self.model.data
+        return (not sim.restitution and sim._lemke is None and sim._collisions_on and d.asleep is None
+                and (not sim._bodies_asleep or d.bodies_key == sim._sleep_key())
+                and (not sim._kinematic
+                     or all(getattr(m, "quintic_translation", None) is not None for m in sim._kinematic.values()))
+                and self.E is not None and self._key() == self.key and sim._state.broken.tobytes() == self.broken
+                and self.CKA[6] is md.C and self.CKA[10] is md.O_ab and self.SC[9] is md.MP
+                and self.TM[0] is d.X_static and self.FIN[0] is d.bodies_group and self.FIN[6] is d.bodies_pose
+                and d.bodies_group.tobytes() == self.group)
 
     def _resolve(self) -> tuple:
         """The kernels' addresses for the argument types the loop passes (compiled or loaded first),
@@ -339,8 +356,7 @@ class CompiledLoop:
         # the last step's command for sleep.steady (without one, the loop's test is that it had none)
         none = self.mode == SK.CMD_NONE
         has_rest = (rest[1] is None) == none and rest[2] is not None
-        nd = len(sim.ds)
-        rest_A = rest[1] if has_rest and not none else np.zeros((6, nd))
+        rest_A = rest[1] if has_rest and not none else np.zeros((6, self.nd))
         rest_imp = rest[2] if has_rest else np.zeros((0, 3))
         pa, pb, pp, pf = d.cwarm if d.cwarm is not None else sim._no_prev
         bodies_rest = d.bodies_rest
@@ -368,8 +384,9 @@ class CompiledLoop:
                 return 0
             if self.flat is not None:
                 _LOADED.add(self.flat.args[0].text)
+        # (what the kernel changes in place before its last step: the pending wrenches, cleared by each
+        # step it takes, and the moving bases; the warm-start table it changes on a copy)
         ext0 = d.ext.copy()
-        table0 = [a.copy() for a in d.table()]
         kb = self.KIN[0]
         bases0 = d.X_static[kb] if len(kb) else None
         try:
@@ -378,14 +395,13 @@ class CompiledLoop:
             if bases0 is not None:
                 d.X_static[kb] = bases0
             d.ext[:] = ext0
-            d.set_table(*table0[:5])
-            d.meta[:] = table0[5]
             return 0
-        (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, pa, pb, pp, pf, rest_t, rest_A, rest_imp,
-         has_rest, bodies_rest, k, ab, vv, sep, imp, sizes, piv, nisl, why, still_for, settled, cuts0, cuts1,
-         frac) = out
+        (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A,
+         rest_imp, has_rest, bodies_rest, k, ab, vv, sep, imp, sizes, piv, nisl, why, still_for, settled, cuts0,
+         cuts1, frac) = out
         LEFT[why] += 1
         d.set_table(keys, used, ta, tb, store)
+        d.meta = meta
         if not done:
             return 0
         rb[:done] = s.broken            # (no clutch changes in the loop)
@@ -399,13 +415,8 @@ class CompiledLoop:
         if sim.sleep:
             d.bodies_rest = bodies_rest
             d.rest[0], d.rest[1], d.rest[2] = rest_t, None if none else rest_A, rest_imp
-        cs = None
-        if k:
-            cs = _contact_set((ab[0], ab[1], vv[0], vv[1], sep, vv[4], vv[5], vv[2], vv[3], ab[2], ab[3]),
-                              sim.table.names)
-        sim.info = StepInfo(h=float(rh[done - 1]), fraction=float(frac), contacts=cs, contact_impulse=imp,
-                            lcp_sizes=[m for m in sizes.tolist() if m > 0], pivots=int(piv), islands=int(nisl),
-                            timing={})
+        sim.info = _loop_info(float(rh[done - 1]), float(frac), ab if k else None, vv, sep, sim.table.names, imp,
+                              sizes, int(piv), int(nisl))
         return done
 
 
@@ -465,6 +476,49 @@ class Settle:
         self.still_for = self.still_for + sim.info.h if ok else 0.0
         self.settled = self.still_for >= self.hold - 1e-12
         return self.settled
+
+
+class LoopStepInfo(StepInfo):
+    """The :class:`StepInfo` of a step the compiled loop took, its contacts (a ContactSet of the
+    kernel's arrays) built when first read: most callers of ``step()`` never read them (~1-3 us a
+    step).  Otherwise the same fields, which ``dataclasses`` functions see as they see StepInfo's."""
+
+    @property
+    def contacts(self):
+        d = self.__dict__
+        raw = d.pop("_raw", None)
+        if raw is not None:
+            d["_contacts"] = None if raw[0] is None else _contact_set(
+                (raw[0][0], raw[0][1], raw[1][0], raw[1][1], raw[2], raw[1][4], raw[1][5], raw[1][2], raw[1][3],
+                 raw[0][2], raw[0][3]), raw[3])
+        return d.get("_contacts")
+
+    @contacts.setter
+    def contacts(self, value) -> None:
+        self.__dict__.pop("_raw", None)
+        self.__dict__["_contacts"] = value
+
+    @property
+    def lcp_sizes(self) -> list:
+        d = self.__dict__
+        got = d.get("_lcp_sizes")
+        if got is None:
+            got = d["_lcp_sizes"] = [m for m in d.pop("_sizes").tolist() if m > 0]
+        return got
+
+    @lcp_sizes.setter
+    def lcp_sizes(self, value) -> None:
+        self.__dict__.pop("_sizes", None)
+        self.__dict__["_lcp_sizes"] = value
+
+
+def _loop_info(h: float, frac: float, ab, vv, sep, names, imp, sizes, piv: int, nisl: int) -> LoopStepInfo:
+    """A LoopStepInfo without the dataclass's __init__ (this runs every step): ``ab``, ``vv``,
+    ``sep`` the kernel's contact arrays (``ab`` None: no contacts), ``sizes`` its LCP sizes."""
+    info = object.__new__(LoopStepInfo)
+    info.__dict__.update(h=h, fraction=frac, _raw=(ab, vv, sep, names), contact_impulse=imp, _sizes=sizes,
+                         pivots=piv, islands=nisl, timing={}, asleep=False)
+    return info
 
 
 #: the loop's MON argument without a settle test (the same types)
