@@ -484,6 +484,56 @@ def test_step_with_a_python_controller_takes_the_loop(counted, monkeypatch, flat
     assert abs(sims[0].body_pose("mug")[2, 3]) < 5e-3
 
 
+def test_the_loop_s_step_report_is_the_stages_read_when_asked():
+    """A step the loop takes reports what the stages' step reports (its contacts built only when
+    read, LoopStepInfo): the Barrett closing on the mug with a Python torque PD, every step's
+    length, cut fraction, LCP sizes, pivots, islands, impulses and every contact column equal to
+    the stages', bit for bit; the report copies, replaces and pickles as a StepInfo does.  Physics:
+    each contact's impulse presses the bodies together (its normal part >= 0) within the friction
+    cone of the world's largest mu (widened by the friction pyramid's corners, 1/cos(pi/u))."""
+    import dataclasses
+    import pickle
+    from graspsim.dynamics.simulator import StepInfo
+
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=loop)
+            for loop in (True, False)]
+    ctls = [_TorquePD(s) for s in sims]
+    MS, MK = sims[0]._mu_tables()[:2]
+    mu = float(np.nanmax([MS, MK]))
+    lazy = touching = 0
+    for k in range(260):
+        for sim, ctl in zip(sims, ctls):
+            sim.step(ctl)
+        ia, ib = sims[0].info, sims[1].info
+        lazy += type(ia) is RO.LoopStepInfo
+        assert (ia.h, ia.fraction, ia.lcp_sizes, ia.pivots, ia.islands, ia.asleep) == \
+            (ib.h, ib.fraction, ib.lcp_sizes, ib.pivots, ib.islands, ib.asleep)
+        assert np.array_equal(ia.contact_impulse, ib.contact_impulse)
+        if k % 3:                       # (every third step's report is never read: nothing built)
+            continue
+        assert (ia.contacts is None) == (ib.contacts is None)
+        if ia.contacts is None:
+            continue
+        assert ia.contacts is ia.contacts                     # built once
+        for f in ("body_a", "body_b", "point", "normal", "separation", "tangent1", "tangent2", "shape_a",
+                  "shape_b"):
+            assert np.array_equal(getattr(ia.contacts, f), getattr(ib.contacts, f)), f
+        if type(ia) is RO.LoopStepInfo and len(ia.contacts):
+            touching += 1
+            imp, n = ia.contact_impulse, ia.contacts.normal
+            fn = np.einsum("ki,ki->k", imp, n)
+            ft = np.linalg.norm(imp - fn[:, None] * n, axis=1)
+            tol = 1e-9 * np.abs(imp).max()         # (rounding of the cone's combinations)
+            assert np.all(fn >= -tol) and np.all(ft <= mu / np.cos(np.pi / sims[0].u) * fn + tol)
+            # the dataclass functions see its fields
+            c = dataclasses.replace(ia, pivots=-1)
+            assert c.pivots == -1 and c.contacts is ia.contacts and c.lcp_sizes == ia.lcp_sizes
+            assert set(dataclasses.asdict(ia)) == {f.name for f in dataclasses.fields(StepInfo)}
+            back = pickle.loads(pickle.dumps(ia))
+            assert np.array_equal(back.contacts.point, ia.contacts.point) and back.lcp_sizes == ia.lcp_sizes
+    assert lazy > 120 and touching > 10, (lazy, touching)
+
+
 def test_step_refuses_a_bad_command_before_the_loop_moves_anything():
     """A Python controller's command with a NaN gain is refused naming the field, by the loop's
     path as by the stages', and the state stays as it was."""
