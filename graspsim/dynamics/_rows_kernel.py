@@ -603,6 +603,17 @@ def all_finite(a, b, c):
 
 
 @njit(cache=True)
+def state_finite(c, q, v, jq, lock):
+    """True when a state's coms, orientations, velocities (2-D), joint values and locks (1-D)
+    hold only finite numbers (``Simulator._check_steppable``: one call every step)."""
+    for x in (c.ravel(), q.ravel(), v.ravel(), jq, lock):
+        for i in range(x.shape[0]):
+            if not np.isfinite(x[i]):
+                return False
+    return True
+
+
+@njit(cache=True)
 def command_ok(A):
     """Does the stacked command ``A`` (6, nd) (rows in ``checks.CMD_FIELDS`` order) pass
     ``checks.command_array``'s check: q_ref, qd_ref, tau_ff, kp, kd finite and kp, kd, effort >= 0

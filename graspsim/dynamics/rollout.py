@@ -207,6 +207,8 @@ class CompiledLoop:
                     ints([x[0] for x in free]), ints([x[1] for x in free]), flts([x[2] for x in free]),
                     np.ascontiguousarray(st.brk_free_hard, np.int64))
         self.key = self._key()
+        # the simulator's count of parameter changes when the key was last found unchanged
+        self.params_seen = sim.__dict__.get("_params_set", 0)
         self.E = self._resolve()
         self.flat = self._flatten()
         self.ready = False          # rollout_steps to be called (compiled, cached or worth compiling)
@@ -248,11 +250,18 @@ class CompiledLoop:
         sim = self.sim
         d = sim._data
         md = self.model.data
+        # (the key is built again only after a parameter was set, Simulator._param, or with moving
+        # bases: its other parts are the step loop's own controller's arrays)
+        n_set = sim.__dict__.get("_params_set", 0)
+        if n_set != self.params_seen or sim._kinematic or self.key[-1]:
+            if self._key() != self.key:
+                return False
+            self.params_seen = n_set
         return (not sim.restitution and sim._lemke is None and sim._collisions_on and d.asleep is None
                 and (not sim._bodies_asleep or d.bodies_key == sim._sleep_key())
                 and (not sim._kinematic
                      or all(getattr(m, "quintic_translation", None) is not None for m in sim._kinematic.values()))
-                and self.E is not None and self._key() == self.key and sim._state.broken.tobytes() == self.broken
+                and self.E is not None and sim._state.broken.tobytes() == self.broken
                 and self.CKA[6] is md.C and self.CKA[10] is md.O_ab and self.SC[9] is md.MP
                 and self.TM[0] is d.X_static and self.FIN[0] is d.bodies_group and self.FIN[6] is d.bodies_pose
                 and d.bodies_group.tobytes() == self.group)
@@ -342,12 +351,14 @@ class CompiledLoop:
         cuts = self.sim._data.cuts
         return (int(cuts[0]), float(cuts[1]), *self.stall)
 
-    def run(self, n: int, rec: tuple, at: int, until: "Settle | None" = None, A: np.ndarray | None = None) -> int:
+    def run(self, n: int, rec: tuple, at: int, until: "Settle | None" = None, A: np.ndarray | None = None,
+            record_broken: bool = True) -> int:
         """Up to ``n`` steps into the record arrays ``rec`` (the fields of a
         :class:`~graspsim.dynamics.simulator.Rollout` in order) from row ``at``; the steps taken (the
         simulator's state, data block and step info updated as ``step`` would); ``until``: a
         :class:`Settle` test after each step, which ends the loop when it holds (updated); ``A``:
-        the command (6, nd) of a :class:`GivenCommand` loop (checked: ``checks.command_array``)."""
+        the command (6, nd) of a :class:`GivenCommand` loop (checked: ``checks.command_array``);
+        ``record_broken``: False leaves the record's clutch flags (step()'s record: never read)."""
         sim = self.sim
         if self.idle():
             return 0
@@ -399,12 +410,14 @@ class CompiledLoop:
         (code, done, t, c, q, v, jq, steps, keys, used, ta, tb, store, meta, pa, pb, pp, pf, rest_t, rest_A,
          rest_imp, has_rest, bodies_rest, k, ab, vv, sep, imp, sizes, piv, nisl, why, still_for, settled, cuts0,
          cuts1, frac) = out
-        LEFT[why] += 1
+        if why:
+            LEFT[why] += 1
         d.set_table(keys, used, ta, tb, store)
         d.meta = meta
         if not done:
             return 0
-        rb[:done] = s.broken            # (no clutch changes in the loop)
+        if record_broken:
+            rb[:done] = s.broken            # (no clutch changes in the loop)
         if until is not None:
             until.still_for, until.settled = still_for, bool(settled)
         if d.bodies_contacts is not None:         # the sleeping objects' kept contacts count too
@@ -415,8 +428,8 @@ class CompiledLoop:
         if sim.sleep:
             d.bodies_rest = bodies_rest
             d.rest[0], d.rest[1], d.rest[2] = rest_t, None if none else rest_A, rest_imp
-        sim.info = _loop_info(float(rh[done - 1]), float(frac), ab if k else None, vv, sep, sim.table.names, imp,
-                              sizes, int(piv), int(nisl))
+        sim.info = _loop_info(float(rh[done - 1]), frac, ab if k else None, vv, sep, sim.table.names, imp, sizes,
+                              piv, nisl)
         return done
 
 

@@ -428,7 +428,9 @@ def _param(name: str, check) -> property:
     key = "_p_" + name
 
     def set_(obj, value):
-        obj.__dict__[key] = check(value)
+        d = obj.__dict__
+        d[key] = check(value)
+        d["_params_set"] = d.get("_params_set", 0) + 1     # (a compiled loop checks its constants again)
 
     return property(operator.attrgetter(key), set_, doc=f"the '{name}' parameter (checked when set)")
 
@@ -470,6 +472,7 @@ class Simulator:
     max_region_points = _param("max_region_points", _region_points)
     warm_start_entries = _param("warm_start_entries", lambda v: _whole("warm_start_entries", v, 1e12))
     restitution = _param("restitution", bool)
+    project_joints = _param("project_joints", bool)
     restitution_speed = _param("restitution_speed", lambda v: number("restitution_speed", v, 0.0, np.inf))
     sleep = _param("sleep", _flag("sleep"))
     # at most 0.1 m/s: a body faster than that is not at rest (a falling one passes 0.1 m/s in 4 steps)
@@ -603,9 +606,11 @@ class Simulator:
 
     @dt.setter
     def dt(self, value: float) -> None:
-        if type(value) is float and value == self.__dict__.get("_dt"):
+        d = self.__dict__
+        if type(value) is float and value == d.get("_dt"):
             return          # (the step it has: a driver that sets it before every step pays nothing)
         self._dt = number("dt", value, MIN_DT, MAX_DT)
+        d["_params_set"] = d.get("_params_set", 0) + 1
 
     @property
     def state(self) -> SimState:
@@ -1023,7 +1028,7 @@ class Simulator:
             got = self._step_loops[A is not None] = [None, lc, None]
         loop, lc, rec = got
         if loop is not None and loop.ready and not self.profile and loop.step_valid():
-            return loop.run(1, rec, 0, None, A) == 1, cmd
+            return loop.run(1, rec, 0, None, A, False) == 1, cmd
         if (loop is not None and not loop.step_ready()) or not RO.eligible(self, lc):
             return False, cmd
         if loop is None or not loop.still_valid():
@@ -1238,8 +1243,7 @@ class Simulator:
     def _check_steppable(self, s: SimState, h: float) -> None:
         """The state's arrays can be changed in place: a NaN must not reach the collision search (it
         would not end), nor time stand still (run() would not end)."""
-        if not (s.time + h > s.time and RK.all_finite(s.c, s.q, s.v)
-                and RK.all_finite(s.joint_q[None], s.lock[None], s.joint_q[None])):
+        if not (s.time + h > s.time and RK.state_finite(s.c, s.q, s.v, s.joint_q, s.lock)):
             raise SimulationError(self._step_refusal(s, h))
 
     def _move(self, s: SimState, h: float, kin_from=()) -> "_Move":
