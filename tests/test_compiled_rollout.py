@@ -534,6 +534,52 @@ def test_the_loop_s_step_report_is_the_stages_read_when_asked():
     assert lazy > 120 and touching > 10, (lazy, touching)
 
 
+def test_parameters_set_between_steps_reach_step_s_loop(counted):
+    """step()'s loop checks its constants only after a parameter was set (or with moving bases):
+    gravity replaced, then changed in place (the loop reads the array itself), gamma and
+    project_joints set between steps -- each step is still the stages' bit for bit, and the mug,
+    lifted off the table by an upward gravity, gains exactly g h of vertical velocity per free
+    step (semi-implicit Euler) for each g in turn."""
+    from graspsim.dynamics import DriveCommand
+
+    class Limp:                             # a Python controller: no torque on any DOF
+        def command(self, sim):
+            return DriveCommand.torques(np.zeros(len(sim.ds)))
+
+    sims = [Simulator(graspsim.load_world(ROOT / "worlds/barrett_mug.yaml"), compiled_loop=loop)
+            for loop in (True, False)]
+    mug = sims[0].table.index["mug"]
+    h = sims[0].dt
+
+    def steps(n, g=None):
+        free = 0
+        for _ in range(n):
+            vz = [s.body_velocity("mug")[2] for s in sims]
+            for sim in sims:
+                sim.step(Limp())
+            a, b = sims[0].state, sims[1].state
+            for f in ("time", "c", "q", "v", "joint_q"):
+                assert np.array_equal(getattr(a, f), getattr(b, f)), f
+            c = sims[0].contacts
+            if g is not None and (c is None or not np.any((c.body_a == mug) | (c.body_b == mug))):
+                free += 1
+                assert sims[0].body_velocity("mug")[2] - vz[0] == pytest.approx(g * h, rel=1e-9)
+        return free
+
+    steps(10)
+    for sim in sims:
+        sim.gravity = [0.0, 0.0, 2.0]             # replaced: a set parameter
+    assert steps(30, 2.0) > 20
+    for sim in sims:
+        sim.gravity[2] = 4.0                      # in place: no parameter set, the loop reads it
+    assert steps(20, 4.0) > 15
+    for sim in sims:
+        sim.gamma = 0.05
+        sim.project_joints = False
+    steps(20)
+    assert counted[1] > 60                        # the loop took most of the 80 steps
+
+
 def test_step_refuses_a_bad_command_before_the_loop_moves_anything():
     """A Python controller's command with a NaN gain is refused naming the field, by the loop's
     path as by the stages', and the state stays as it was."""
