@@ -50,6 +50,7 @@ from typing import Callable
 import numpy as np
 
 from .. import spatial
+from .._flat import flatten
 from .._malloc import keep_large_blocks
 from ..collision import kernels as CK
 from ..collision.impact import first_impact
@@ -729,7 +730,11 @@ class Simulator:
         instead of two."""
         s = self._state
         P = self._structure(s.broken).P
-        vals, rts = P @ (s.joint_q - self._joint_offsets), P @ self._joint_rates(s)
+        fl = self._dof_flat()
+        if fl is not None:          # (one compiled call: the same numbers)
+            vals, rts = RK.dof_state_flat(*fl.args, P, s.c, s.q, s.v, s.joint_q)
+        else:
+            vals, rts = P @ (s.joint_q - self._joint_offsets), P @ self._joint_rates(s)
         if robot is None:
             return vals, rts
         sl = self.ds.robot_slices[self._robot_index(robot)]
@@ -1502,6 +1507,23 @@ class Simulator:
             if ri >= 0:
                 out[n] = per_robot[ri][loc]
         return out
+
+    def _dof_flat(self):
+        """The constant arrays of ``dof_state``'s compiled call, flattened (``graspsim._flat``; built
+        again when the data block's static poses are other arrays), or None when they cannot be."""
+        got = self.__dict__.get("_dof_flat_cache")
+        X = self._data.X_static
+        if got is None or got[1] is not X:
+            js, b = self.js, self.bodies
+            fl = flatten((X, b.table_index, b.com_L, self._com_L_all, js.parent, js.child, js.X_PJ, js.X_CJ, js.axis,
+                          js.perp, js.kind, b.slot, self._joint_offsets))
+            got = self.__dict__["_dof_flat_cache"] = (fl, X)
+        return got[0]
+
+    def __getstate__(self) -> dict:
+        st = self.__dict__.copy()
+        st.pop("_dof_flat_cache", None)     # (its tables hold this process's addresses)
+        return st
 
     def _joint_rates(self, s: SimState) -> np.ndarray:
         """Joint rates (nj,) (rad/s or m/s) at state ``s``'s body velocities (one compiled call)."""
