@@ -33,6 +33,11 @@ class DriveCommand:
         ``checks.command_array``; None: not yet, the simulator checks): the simulator then takes
         ``A`` as it is, unless a field was replaced since."""
         rows = (A[0], A[1], A[2], A[3], A[4], A[5])
+        if cls is DriveCommand:     # (the dataclass's __init__ skipped: a Python controller builds one a step)
+            cmd = object.__new__(cls)
+            cmd.__dict__.update(q_ref=rows[0], qd_ref=rows[1], kp=rows[3], kd=rows[4], tau_ff=rows[2], effort=rows[5],
+                                _rows=(rows, A, ok))
+            return cmd
         cmd = cls(rows[0], rows[1], rows[3], rows[4], rows[2], rows[5])
         cmd._rows = (rows, A, ok)
         return cmd
