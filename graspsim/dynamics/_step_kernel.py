@@ -693,6 +693,9 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
     # cut steps in a row and when they began (SimData.cuts), the stall guard's limits, H_FLOOR
     (cuts0, cuts1, stall_steps, stall_time, h_floor) = CUTS
     frac_last = 1.0
+    # the caller's warm-start table (the steps write copies; see the end)
+    keys_in, used_in, ta_in, tb_in, store_in, meta_in = keys, used, ta, tb, store, meta
+    table_new = False
     code = DONE
     why = 0
     done = 0
@@ -887,6 +890,7 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
         # commit (Simulator._commit, _rest_objects, _rest)
         placed = False
         keys, used, ta, tb, store, meta = keys1, used1, ta1, tb1, store1, meta1
+        table_new = True
         t = t + hs
         if cut:
             cuts0, cuts1 = n_cuts, since
@@ -934,6 +938,20 @@ def rollout_steps(E, n, t, h, c, q, v, jq, lock, steps, TM, SC, FR, CKA, PDA, CM
             if still_for >= mhold - 1e-12:
                 settled = True
                 break
+    # the kept table copied back into the caller's arrays when it did not grow, after the last
+    # step (an error raised by any step leaves them as they were): they go back to Python as the
+    # arrays that came, not as new ones to box
+    if table_new and keys.shape[0] == keys_in.shape[0] and store.shape[0] == store_in.shape[0]:
+        for i in range(keys.shape[0]):
+            keys_in[i] = keys[i]
+            used_in[i] = used[i]
+            ta_in[i] = ta[i]
+            tb_in[i] = tb[i]
+        for i in range(store.shape[0]):
+            store_in[i] = store[i]
+        for i in range(meta.shape[0]):
+            meta_in[i] = meta[i]
+        keys, used, ta, tb, store, meta = keys_in, used_in, ta_in, tb_in, store_in, meta_in
     if placed:              # the step left to step(): the bases back where they were at t
         for i in range(kb.shape[0]):
             for r in range(4):
