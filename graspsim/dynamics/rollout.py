@@ -396,7 +396,8 @@ class CompiledLoop:
             if self.flat is not None:
                 _LOADED.add(self.flat.args[0].text)
         # (what the kernel changes in place before its last step: the pending wrenches, cleared by each
-        # step it takes, and the moving bases; the warm-start table it changes on a copy)
+        # step it takes, and the moving bases; the warm-start table it writes on copies, back into
+        # these arrays only after its last step)
         ext0 = d.ext.copy()
         kb = self.KIN[0]
         bases0 = d.X_static[kb] if len(kb) else None
