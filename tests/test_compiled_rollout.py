@@ -674,6 +674,39 @@ def test_box_landings_are_localised_in_the_loop_as_step_does(counted, tmp_path):
         assert (X[:, 2, :3] @ corners.T + X[:, 2, 3:]).min() > -1e-4        # (n, 8) corner heights
 
 
+def test_a_driver_on_a_time_grid_keeps_step_s_two_loops(tmp_path, monkeypatch):
+    """A driver that lands on a time grid (as the peers' benchmark: after a step cut at an impact,
+    a sub-step of the remainder, then the grid's step again) changes the step length for one step:
+    step() takes that step through the stages instead of building a loop for it, so the landings of
+    three boxes build one loop, not two per cut; every step is the stages' bit for bit, and the
+    driver lands on every grid time."""
+    built = [0]
+    init = RO.CompiledLoop.__init__
+
+    def counting(self, *a):
+        built[0] += 1
+        init(self, *a)
+    monkeypatch.setattr(RO.CompiledLoop, "__init__", counting)
+    w = _box_drop(tmp_path)
+    sims = [Simulator(graspsim.load_world(w), compiled_loop=loop) for loop in (True, False)]
+    h = sims[0].dt
+    subs = 0
+    for k in range(240):
+        for sim in sims:
+            calls = 0
+            while (k + 1) * h - sim.time > 1e-12:
+                rem = (k + 1) * h - sim.time
+                sim.dt = h if rem > h - 1e-12 else rem
+                sim.step()
+                calls += 1
+            assert abs(sim.time - (k + 1) * h) <= 1e-12
+        subs += calls - 1
+        a, b = sims[0].state, sims[1].state
+        for f in ("time", "c", "q", "v"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    assert subs >= 3 and built[0] == 1, (subs, built[0])
+
+
 def test_restore_state_keeps_the_loop_and_replays_a_base_motion(counted):
     """A state saved before a kinematic base moved restores (its joints checked against the static
     poses it brings, not the moved base's); restore_state puts those poses into the arrays the

@@ -593,7 +593,9 @@ class Simulator:
         self._loop = None           # rollout's compiled loop (graspsim.dynamics.rollout.CompiledLoop)
         self._no_ctl = None         # its controller for rollouts without one (rollout.NoController)
         self._run_ctl = None        # run()'s and rollout()'s compiled copy of a PDController (_compiled_pd)
-        self._step_loops = {}       # step()'s compiled loops: {has a command: [CompiledLoop, its controller, 1-row record]}
+        # step()'s compiled loops: {has a command: [CompiledLoop, its controller, 1-row record, the step
+        # length last sent through the stages rather than a new loop]}
+        self._step_loops = {}
         if collisions and len(self.table.collision_pairs):
             # a world that starts with bodies inside each other is reported, not simulated
             from ..collision import check_interpenetration
@@ -1030,13 +1032,21 @@ class Simulator:
         if got is None:
             nd = len(self.ds)
             lc = RO.GivenCommand(nd) if A is not None else RO.NoController(nd)
-            got = self._step_loops[A is not None] = [None, lc, None]
-        loop, lc, rec = got
+            got = self._step_loops[A is not None] = [None, lc, None, None]
+        loop, lc, rec, declined = got
         if loop is not None and loop.ready and not self.profile and loop.step_valid():
             return loop.run(1, rec, 0, None, A, False) == 1, cmd
         if (loop is not None and not loop.step_ready()) or not RO.eligible(self, lc):
             return False, cmd
         if loop is None or not loop.still_valid():
+            if loop is not None and self._dt != loop.h and self._dt != declined:
+                # another step length: a loop's constants built for one step cost about as much as
+                # a step through the stages, and a driver landing on its time grid takes one or a few
+                # steps of the remainder, then its own step again (the peers' drop built 245 loops in
+                # its first second, 3 % of its CPU).  So this step goes through the stages; a new
+                # loop once the same length is asked for twice in a row
+                got[3] = self._dt
+                return False, cmd
             if not RO.load_due(self):
                 return False, cmd       # (none loaded, none due: not even its constants built)
             loop = got[0] = RO.CompiledLoop(self, lc)
